@@ -1,0 +1,260 @@
+#include "support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace gstest {
+namespace {
+
+float h2f(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const int exp = (h >> 10) & 0x1f;
+  const uint32_t mant = h & 0x3ffu;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(float(mant), -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(float(mant | 0x400u), exp - 25);
+  return sign ? -v : v;
+}
+// Test-side conversion written independently of the library's (through double arithmetic).
+uint16_t f2h(float f) {
+  if (std::isnan(f)) return 0x7e00;
+  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  double a = std::fabs(double(f));
+  if (a >= 65520.0) return sign | 0x7c00;
+  int e;
+  std::frexp(a, &e);                      // a = m * 2^e, m in [0.5, 1)
+  const int q = std::max(e - 11, -24);    // quantum exponent: 11 significant bits, min 2^-24
+  const double scaled = std::nearbyint(std::ldexp(a, -q));  // round half to even
+  const double r = std::ldexp(scaled, q);
+  // Re-encode r.
+  if (r == 0) return sign;
+  int re;
+  std::frexp(r, &re);
+  if (re - 1 < -14) return sign | uint16_t(std::ldexp(r, 24));
+  const uint16_t exp = uint16_t(re - 1 + 15);
+  const uint16_t mant = uint16_t(std::ldexp(r, 11 - re) - 1024);
+  return sign | uint16_t(exp << 10) | mant;
+}
+float b2f(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t f2b(float f) {
+  if (std::isnan(f)) return 0x7fc0;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t lower = u & 0xffffu;
+  uint32_t upper = u >> 16;
+  if (lower > 0x8000u || (lower == 0x8000u && (upper & 1u))) ++upper;
+  return uint16_t(upper);
+}
+
+}  // namespace
+
+int dtype_bytes(aclDataType t) {
+  switch (t) {
+    case ACL_FLOAT16:
+    case ACL_BF16:
+      return 2;
+    case ACL_FLOAT:
+      return 4;
+    case ACL_DOUBLE:
+      return 8;
+    default:
+      return 4;
+  }
+}
+
+double to_double(aclDataType t, const void* p) {
+  switch (t) {
+    case ACL_FLOAT16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return h2f(h);
+    }
+    case ACL_BF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return b2f(h);
+    }
+    case ACL_DOUBLE: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    default: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+  }
+}
+
+void from_double(aclDataType t, double v, void* p) {
+  switch (t) {
+    case ACL_FLOAT16: {
+      const uint16_t h = f2h(float(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case ACL_BF16: {
+      const uint16_t h = f2b(float(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case ACL_DOUBLE:
+      std::memcpy(p, &v, 8);
+      break;
+    default: {
+      const float f = float(v);
+      std::memcpy(p, &f, 4);
+    }
+  }
+}
+
+double round_to(aclDataType t, double v) {
+  unsigned char buf[8];
+  from_double(t, v, buf);
+  return to_double(t, buf);
+}
+
+HostTensor::HostTensor(std::vector<int64_t> d, aclDataType t, aclFormat f) {
+  std::vector<int64_t> s(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * std::max<int64_t>(d[i], 1);
+  *this = strided(std::move(d), std::move(s), 0, t, f);
+}
+
+HostTensor HostTensor::strided(std::vector<int64_t> d, std::vector<int64_t> s, int64_t offset,
+                               aclDataType t, aclFormat f) {
+  HostTensor h;
+  h.dtype = t;
+  h.format = f;
+  h.dims = std::move(d);
+  h.strides = std::move(s);
+  h.offset = offset;
+  int64_t hi = offset;
+  bool empty = false;
+  for (size_t i = 0; i < h.dims.size(); ++i) {
+    if (h.dims[i] == 0) empty = true;
+    if (h.strides[i] < 0) throw std::invalid_argument("negative strides not supported here");
+    hi += (std::max<int64_t>(h.dims[i], 1) - 1) * h.strides[i];
+  }
+  h.storage_elems = empty ? offset : hi + 1;
+  h.storage = std::make_shared<std::vector<unsigned char>>(
+      size_t(std::max<int64_t>(h.storage_elems, 1) * dtype_bytes(t)) + 64);
+  return h;
+}
+
+int64_t HostTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+unsigned char* HostTensor::base() const {
+  // 64-byte aligned start inside the buffer.
+  auto p = reinterpret_cast<uintptr_t>(storage->data());
+  return storage->data() + ((64 - p % 64) % 64);
+}
+
+int64_t HostTensor::elem_offset(int64_t flat) const {
+  int64_t off = offset;
+  for (size_t i = dims.size(); i-- > 0;) {
+    off += (flat % dims[i]) * strides[i];
+    flat /= dims[i];
+  }
+  return off;
+}
+
+double HostTensor::get(int64_t flat) const {
+  return to_double(dtype, base() + elem_offset(flat) * dtype_bytes(dtype));
+}
+
+void HostTensor::set(int64_t flat, double v) {
+  from_double(dtype, v, base() + elem_offset(flat) * dtype_bytes(dtype));
+}
+
+std::vector<double> HostTensor::values() const {
+  std::vector<double> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) v[size_t(i)] = get(i);
+  return v;
+}
+
+void HostTensor::set_values(const std::vector<double>& v) {
+  if (int64_t(v.size()) != numel()) throw std::invalid_argument("set_values: size mismatch");
+  for (int64_t i = 0; i < numel(); ++i) set(i, v[size_t(i)]);
+}
+
+void HostTensor::fill(double v) {
+  for (int64_t i = 0; i < numel(); ++i) set(i, v);
+}
+
+void HostTensor::fill_bytes(unsigned char b) { std::fill(storage->begin(), storage->end(), b); }
+
+aclTensor* HostTensor::make() const {
+  const int64_t storage_dims[1] = {storage_elems};
+  return aclCreateTensor(dims.data(), dims.size(), dtype, strides.data(), offset, format,
+                         storage_dims, 1, base());
+}
+
+namespace {
+aclnnStatus run_phase2(aclnnStatus st, uint64_t ws_size, aclOpExecutor* ex,
+                       aclnnStatus (*run)(void*, uint64_t, aclOpExecutor*, aclrtStream)) {
+  if (st != ACLNN_SUCCESS) return st;
+  std::vector<unsigned char> ws(size_t(ws_size) + 1, 0xA5);  // junk: no kernel may rely on zeros
+  return run(ws_size ? ws.data() : nullptr, ws_size, ex, nullptr);
+}
+}  // namespace
+
+aclnnStatus forward(const HostTensor& input, const HostTensor& grid, const HostTensor& out,
+                    Modes m) {
+  TensorHandle i(&input), g(&grid), o(&out);
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  const bool is3d = grid.dims.size() == 5;
+  auto gws = is3d ? aclnnGridSampler3DGetWorkspaceSize : aclnnGridSampler2DGetWorkspaceSize;
+  const aclnnStatus st = gws(i.t, g.t, m.interp, m.padding, m.align, o.t, &ws, &ex);
+  return run_phase2(st, ws, ex, is3d ? aclnnGridSampler3D : aclnnGridSampler2D);
+}
+
+aclnnStatus backward(const HostTensor& grad_out, const HostTensor& input, const HostTensor& grid,
+                     const HostTensor* input_grad, const HostTensor* grid_grad, Modes m,
+                     bool mask_input, bool mask_grid) {
+  TensorHandle go(&grad_out), i(&input), g(&grid), ig(input_grad), gg(grid_grad);
+  const bool mask[2] = {mask_input, mask_grid};
+  aclBoolArray* mk = aclCreateBoolArray(mask, 2);
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  const bool is3d = grid.dims.size() == 5;
+  auto gws = is3d ? aclnnGridSampler3DBackwardGetWorkspaceSize
+                  : aclnnGridSampler2DBackwardGetWorkspaceSize;
+  const aclnnStatus st =
+      gws(go.t, i.t, g.t, m.interp, m.padding, m.align, mk, ig.t, gg.t, &ws, &ex);
+  aclDestroyBoolArray(mk);
+  return run_phase2(st, ws, ex, is3d ? aclnnGridSampler3DBackward : aclnnGridSampler2DBackward);
+}
+
+std::vector<double> uniform(std::mt19937_64& rng, int64_t n, double lo, double hi) {
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+double rel_max_err(const std::vector<double>& a, const std::vector<double>& b) {
+  double scale = 0, err = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    scale = std::max(scale, std::fabs(b[i]));
+    err = std::max(err, std::fabs(a[i] - b[i]));
+  }
+  return err / (scale > 0 ? scale : 1);
+}
+
+}  // namespace gstest
