@@ -27,8 +27,8 @@ uint16_t f2h(float f) {
   double a = std::fabs(double(f));
   if (a >= 65520.0) return sign | 0x7c00;
   int e;
-  std::frexp(a, &e);                      // a = m * 2^e, m in [0.5, 1)
-  const int q = std::max(e - 11, -24);    // quantum exponent: 11 significant bits, min 2^-24
+  std::frexp(a, &e);                    // a = m * 2^e, m in [0.5, 1)
+  const int q = std::max(e - 11, -24);  // quantum exponent: 11 significant bits, min 2^-24
   const double scaled = std::nearbyint(std::ldexp(a, -q));  // round half to even
   const double r = std::ldexp(scaled, q);
   // Re-encode r.
@@ -255,6 +255,41 @@ double rel_max_err(const std::vector<double>& a, const std::vector<double>& b) {
     err = std::max(err, std::fabs(a[i] - b[i]));
   }
   return err / (scale > 0 ? scale : 1);
+}
+
+}  // namespace gstest
+
+namespace gstest {
+
+std::string case_string(int64_t n, int64_t c, const std::vector<int64_t>& in_spatial,
+                        const std::vector<int64_t>& out_spatial, Modes m, aclDataType t,
+                        bool channel_last) {
+  auto join = [](const std::vector<int64_t>& v) {
+    std::string r;
+    for (size_t i = 0; i < v.size(); ++i) r += (i ? "x" : "") + std::to_string(v[i]);
+    return r;
+  };
+  static const char* const interp[] = {"bilinear", "nearest", "bicubic"};
+  static const char* const padding[] = {"zeros", "border", "reflection"};
+  const bool ok = m.interp >= 0 && m.interp < 3 && m.padding >= 0 && m.padding < 3;
+  const char* dt = t == ACL_FLOAT16  ? "f16"
+                   : t == ACL_BF16   ? "bf16"
+                   : t == ACL_DOUBLE ? "f64"
+                                     : "f32";
+  const bool is3d = in_spatial.size() == 3;
+  return std::to_string(in_spatial.size()) + "d_n" + std::to_string(n) + "c" + std::to_string(c) +
+         "_i" + join(in_spatial) + "_o" + join(out_spatial) + "_" + (ok ? interp[m.interp] : "?") +
+         "_" + (ok ? padding[m.padding] : "?") + "_ac" + (m.align ? "1" : "0") + "_" + dt + "_" +
+         (is3d ? (channel_last ? "ndhwc" : "ncdhw") : (channel_last ? "nhwc" : "nchw"));
+}
+
+uint64_t seed_of(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
 }
 
 }  // namespace gstest

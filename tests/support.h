@@ -40,11 +40,11 @@ struct HostTensor {
                             aclDataType dtype, aclFormat format = ACL_FORMAT_ND);
 
   int64_t numel() const;
-  unsigned char* base() const;  // storage start (tensorData)
+  unsigned char* base() const;              // storage start (tensorData)
   int64_t elem_offset(int64_t flat) const;  // storage element of logical element `flat`
   double get(int64_t flat) const;
   void set(int64_t flat, double v);
-  std::vector<double> values() const;           // logical row-major order
+  std::vector<double> values() const;             // logical row-major order
   void set_values(const std::vector<double>& v);  // logical row-major order
   void fill(double v);
   void fill_bytes(unsigned char b);  // the whole storage, e.g. canaries
@@ -83,5 +83,19 @@ std::vector<double> uniform(std::mt19937_64& rng, int64_t n, double lo, double h
 
 // Largest |a - b| divided by the largest |b| (or 1 if b is all zero).
 double rel_max_err(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace gstest
+
+namespace gstest {
+
+// The canonical problem string, as the library's logs print it, e.g.
+// 3d_n1c3_i5x3x17_o2x3x5_bicubic_border_ac1_f16_ndhwc. Spatial sizes are outermost first.
+std::string case_string(int64_t n, int64_t c, const std::vector<int64_t>& in_spatial,
+                        const std::vector<int64_t>& out_spatial, Modes m, aclDataType t,
+                        bool channel_last);
+
+// A seed derived from a string (FNV-1a), stable across platforms and test orders, so that a case
+// printed on failure can be rerun alone with the same data.
+uint64_t seed_of(const std::string& s);
 
 }  // namespace gstest

@@ -13,12 +13,11 @@ extern "C" {
 #endif
 
 ACLNN_API aclnnStatus aclnnGridSampler3DGetWorkspaceSize(
-    const aclTensor *input, const aclTensor *grid, int64_t interpolationMode,
-    int64_t paddingMode, bool alignCorners, aclTensor *out, uint64_t *workspaceSize,
-    aclOpExecutor **executor);
+    const aclTensor *input, const aclTensor *grid, int64_t interpolationMode, int64_t paddingMode,
+    bool alignCorners, aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);
 
 ACLNN_API aclnnStatus aclnnGridSampler3D(void *workspace, uint64_t workspaceSize,
-                                  aclOpExecutor *executor, aclrtStream stream);
+                                         aclOpExecutor *executor, aclrtStream stream);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@ ACLNN_API aclnnStatus aclnnGridSampler3DBackwardGetWorkspaceSize(
     uint64_t *workspaceSize, aclOpExecutor **executor);
 
 ACLNN_API aclnnStatus aclnnGridSampler3DBackward(void *workspace, uint64_t workspaceSize,
-                                  aclOpExecutor *executor, aclrtStream stream);
+                                                 aclOpExecutor *executor, aclrtStream stream);
 
 #ifdef __cplusplus
 }

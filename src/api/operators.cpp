@@ -38,7 +38,9 @@ const std::vector<const Impl*>& implementations() {
   return impls;
 }
 
-aclnnStatus fail(int32_t status, const std::string& msg) { return record_error(Error{status, msg}); }
+aclnnStatus fail(int32_t status, const std::string& msg) {
+  return record_error(Error{status, msg});
+}
 
 aclnnStatus plan_call(const CallArgs& args, uint64_t* workspace_size, aclOpExecutor** executor) {
   try {
@@ -65,7 +67,8 @@ aclnnStatus plan_call(const CallArgs& args, uint64_t* workspace_size, aclOpExecu
 
 aclnnStatus run_call(const char* api, void* workspace, uint64_t workspace_size,
                      aclOpExecutor* executor) {
-  if (executor == nullptr) return fail(ACLNN_ERR_PARAM_NULLPTR, std::string(api) + ": executor is null");
+  if (executor == nullptr)
+    return fail(ACLNN_ERR_PARAM_NULLPTR, std::string(api) + ": executor is null");
   bool repeatable;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -127,8 +130,8 @@ CallArgs backward_args(const char* api, int nd, const aclTensor* grad_output,
                        const aclTensor* input, const aclTensor* grid, int64_t interp,
                        int64_t padding, bool align, const aclBoolArray* mask, aclTensor* input_grad,
                        aclTensor* grid_grad, uint64_t* workspace_size, aclOpExecutor** executor) {
-  CallArgs a = forward_args(api, nd, input, grid, interp, padding, align, nullptr, workspace_size,
-                            executor);
+  CallArgs a =
+      forward_args(api, nd, input, grid, interp, padding, align, nullptr, workspace_size, executor);
   a.op = Op::Backward;
   a.out = grad_output;
   a.output_mask = mask;
@@ -169,10 +172,10 @@ aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
     int64_t interpolationMode, int64_t paddingMode, bool alignCorners,
     const aclBoolArray* outputMask, aclTensor* inputGrad, aclTensor* gridGrad,
     uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return plan_call(backward_args(k2DBwd, 2, gradOutput, input, grid, interpolationMode, paddingMode,
-                                 alignCorners, outputMask, inputGrad, gridGrad, workspaceSize,
-                                 executor),
-                   workspaceSize, executor);
+  return plan_call(
+      backward_args(k2DBwd, 2, gradOutput, input, grid, interpolationMode, paddingMode,
+                    alignCorners, outputMask, inputGrad, gridGrad, workspaceSize, executor),
+      workspaceSize, executor);
 }
 
 aclnnStatus aclnnGridSampler3DBackwardGetWorkspaceSize(
@@ -180,10 +183,10 @@ aclnnStatus aclnnGridSampler3DBackwardGetWorkspaceSize(
     int64_t interpolationMode, int64_t paddingMode, bool alignCorners,
     const aclBoolArray* outputMask, aclTensor* inputGrad, aclTensor* gridGrad,
     uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return plan_call(backward_args(k3DBwd, 3, gradOutput, input, grid, interpolationMode, paddingMode,
-                                 alignCorners, outputMask, inputGrad, gridGrad, workspaceSize,
-                                 executor),
-                   workspaceSize, executor);
+  return plan_call(
+      backward_args(k3DBwd, 3, gradOutput, input, grid, interpolationMode, paddingMode,
+                    alignCorners, outputMask, inputGrad, gridGrad, workspaceSize, executor),
+      workspaceSize, executor);
 }
 
 aclnnStatus aclnnGridSampler2D(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

@@ -99,7 +99,8 @@ aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
   return ACL_SUCCESS;
 }
 aclError aclrtDestroyContext(aclrtContext context) {
-  return context == &g_context_token ? ACL_SUCCESS : invalid("aclrtDestroyContext: unknown context");
+  return context == &g_context_token ? ACL_SUCCESS
+                                     : invalid("aclrtDestroyContext: unknown context");
 }
 aclError aclrtSetCurrentContext(aclrtContext context) {
   if (context != &g_context_token) return invalid("aclrtSetCurrentContext: unknown context");

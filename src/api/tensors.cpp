@@ -24,7 +24,8 @@ aclnnStatus copy_out(const std::vector<int64_t>& v, int64_t** values, uint64_t* 
   if (values == nullptr || num == nullptr)
     return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, std::string(api) + ": null output"});
   int64_t* a = new (std::nothrow) int64_t[v.empty() ? 1 : v.size()];
-  if (a == nullptr) return record_error(Error{ACLNN_ERR_INNER, std::string(api) + ": out of memory"});
+  if (a == nullptr)
+    return record_error(Error{ACLNN_ERR_INNER, std::string(api) + ": out of memory"});
   std::copy(v.begin(), v.end(), a);
   *values = a;
   *num = v.size();
@@ -60,8 +61,8 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
         }
     }
     t->offset = offset;
-    t->dtype = dataType;
-    t->format = format;
+    t->dtype = gridsample::enum_bits(dataType);
+    t->format = gridsample::enum_bits(format);
     t->storage_dims.assign(storageDims, storageDims + storageDimsNum);
     t->data = tensorData;
     return t;
@@ -109,19 +110,22 @@ aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
 }
 
 aclnnStatus aclGetViewShape(const aclTensor* tensor, int64_t** viewDims, uint64_t* viewDimsNum) {
-  if (tensor == nullptr) return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, "aclGetViewShape: tensor is null"});
+  if (tensor == nullptr)
+    return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, "aclGetViewShape: tensor is null"});
   return copy_out(tensor->view_dims, viewDims, viewDimsNum, "aclGetViewShape");
 }
 
 aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue,
                               uint64_t* stridesNum) {
-  if (tensor == nullptr) return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, "aclGetViewStrides: tensor is null"});
+  if (tensor == nullptr)
+    return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, "aclGetViewStrides: tensor is null"});
   return copy_out(tensor->strides, stridesValue, stridesNum, "aclGetViewStrides");
 }
 
 aclnnStatus aclGetStorageShape(const aclTensor* tensor, int64_t** storageDims,
                                uint64_t* storageDimsNum) {
-  if (tensor == nullptr) return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, "aclGetStorageShape: tensor is null"});
+  if (tensor == nullptr)
+    return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, "aclGetStorageShape: tensor is null"});
   return copy_out(tensor->storage_dims, storageDims, storageDimsNum, "aclGetStorageShape");
 }
 
@@ -135,14 +139,14 @@ aclnnStatus aclGetViewOffset(const aclTensor* tensor, int64_t* offset) {
 aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
   if (tensor == nullptr || format == nullptr)
     return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, "aclGetFormat: null argument"});
-  *format = tensor->format;
+  gridsample::store_enum_bits(tensor->format, format);
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
   if (tensor == nullptr || dataType == nullptr)
     return record_error(Error{ACLNN_ERR_PARAM_NULLPTR, "aclGetDataType: null argument"});
-  *dataType = tensor->dtype;
+  gridsample::store_enum_bits(tensor->dtype, dataType);
   return ACLNN_SUCCESS;
 }
 

@@ -25,27 +25,44 @@ std::string dims_str(const std::vector<int64_t>& d) {
   return s + "]";
 }
 
-const char* dtype_name(aclDataType t) {
+const char* dtype_name(int32_t t) {
   switch (t) {
+    case ACL_DT_UNDEFINED:
+      return "UNDEFINED";
     case ACL_FLOAT:
       return "FLOAT";
     case ACL_FLOAT16:
       return "FLOAT16";
-    case ACL_DOUBLE:
-      return "DOUBLE";
-    case ACL_BF16:
-      return "BF16";
     case ACL_INT8:
       return "INT8";
     case ACL_INT32:
       return "INT32";
+    case ACL_UINT8:
+      return "UINT8";
+    case ACL_INT16:
+      return "INT16";
+    case ACL_UINT16:
+      return "UINT16";
+    case ACL_UINT32:
+      return "UINT32";
     case ACL_INT64:
       return "INT64";
+    case ACL_UINT64:
+      return "UINT64";
+    case ACL_DOUBLE:
+      return "DOUBLE";
     case ACL_BOOL:
       return "BOOL";
-    default:
-      return "an unsupported dtype";
+    case ACL_STRING:
+      return "STRING";
+    case ACL_COMPLEX64:
+      return "COMPLEX64";
+    case ACL_COMPLEX128:
+      return "COMPLEX128";
+    case ACL_BF16:
+      return "BF16";
   }
+  return "UNKNOWN";
 }
 
 enum class Kind { Feature, Grid };
@@ -85,7 +102,7 @@ class Checker {
   Error* e_;
   int rank_ = 0;
   DType dtype_ = DType::Float32;
-  aclDataType acl_dtype_ = ACL_DT_UNDEFINED;
+  int32_t acl_dtype_ = ACL_DT_UNDEFINED;
 };
 
 bool Checker::describe(const aclTensor* t, const char* name, Kind kind, Desc* d) {
@@ -99,9 +116,9 @@ bool Checker::describe(const aclTensor* t, const char* name, Kind kind, Desc* d)
                        rank_, a_.nd, (long long)rank, dims_str(t->view_dims).c_str()));
   for (int64_t i = 0; i < rank; ++i)
     if (t->view_dims[i] < 0)
-      return fail(ACLNN_ERR_PARAM_INVALID, format("%s has a negative dim %lld at index %lld: %s",
-                                                  name, (long long)t->view_dims[i], (long long)i,
-                                                  dims_str(t->view_dims).c_str()));
+      return fail(ACLNN_ERR_PARAM_INVALID,
+                  format("%s has a negative dim %lld at index %lld: %s", name,
+                         (long long)t->view_dims[i], (long long)i, dims_str(t->view_dims).c_str()));
   int64_t count = 1;  // with zero dims read as 1: kernels form partial products of the dims
   for (int64_t i = 0; i < rank; ++i)
     if (__builtin_mul_overflow(count, std::max<int64_t>(t->view_dims[i], 1), &count))
@@ -110,8 +127,7 @@ bool Checker::describe(const aclTensor* t, const char* name, Kind kind, Desc* d)
   if (t->dtype != acl_dtype_)
     return fail(ACLNN_ERR_PARAM_INVALID,
                 format("%s has dtype %s (%d) but input has %s (%d); all dtypes must be equal", name,
-                       dtype_name(t->dtype), int(t->dtype), dtype_name(acl_dtype_),
-                       int(acl_dtype_)));
+                       dtype_name(t->dtype), t->dtype, dtype_name(acl_dtype_), acl_dtype_));
   switch (t->format) {
     case ACL_FORMAT_ND:
     case ACL_FORMAT_NCHW:
@@ -126,7 +142,7 @@ bool Checker::describe(const aclTensor* t, const char* name, Kind kind, Desc* d)
       return fail(ACLNN_ERR_PARAM_INVALID,
                   format("%s has format %d; supported are ND (2), NCHW (0), NHWC (1), NCDHW (30) "
                          "and NDHWC (27)",
-                         name, int(t->format)));
+                         name, t->format));
   }
   // Canonical order: feature [n, c, spatial...], grid [n, spatial..., k] (already canonical).
   for (int i = 0; i < rank_; ++i) {
@@ -210,8 +226,8 @@ bool Checker::no_self_overlap(const Desc& d) {
   if (d.empty) return true;
   std::vector<std::pair<int64_t, int64_t>> sd;  // |stride|, size
   for (int i = 0; i < rank_; ++i)
-    if (d.dims[i] > 1) sd.emplace_back(d.view.stride[i] < 0 ? -d.view.stride[i] : d.view.stride[i],
-                                       d.dims[i]);
+    if (d.dims[i] > 1)
+      sd.emplace_back(d.view.stride[i] < 0 ? -d.view.stride[i] : d.view.stride[i], d.dims[i]);
   std::sort(sd.begin(), sd.end());
   int64_t extent = 0;  // largest offset reachable with the dims so far
   for (auto [st, n] : sd) {
@@ -227,12 +243,12 @@ bool Checker::no_self_overlap(const Desc& d) {
 
 bool Checker::disjoint(const Desc& out, const Desc& in) {
   if (out.empty || in.empty || out.hi <= in.lo || in.hi <= out.lo) return true;
-  return fail(ACLNN_ERR_PARAM_INVALID,
-              format("%s overlaps %s in memory ([%p, %p) and [%p, %p)); outputs must not alias "
-                     "inputs or each other",
-                     out.name, in.name, reinterpret_cast<void*>(out.lo),
-                     reinterpret_cast<void*>(out.hi), reinterpret_cast<void*>(in.lo),
-                     reinterpret_cast<void*>(in.hi)));
+  return fail(
+      ACLNN_ERR_PARAM_INVALID,
+      format("%s overlaps %s in memory ([%p, %p) and [%p, %p)); outputs must not alias "
+             "inputs or each other",
+             out.name, in.name, reinterpret_cast<void*>(out.lo), reinterpret_cast<void*>(out.hi),
+             reinterpret_cast<void*>(in.lo), reinterpret_cast<void*>(in.hi)));
 }
 
 bool Checker::run(Problem* p) {
@@ -261,9 +277,10 @@ bool Checker::run(Problem* p) {
       return fail(ACLNN_ERR_PARAM_NULLPTR, "gridGrad is null but outputMask[1] is true");
   }
   if (a_.interpolation_mode < 0 || a_.interpolation_mode > 2)
-    return fail(ACLNN_ERR_PARAM_INVALID,
-                format("interpolationMode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got %lld",
-                       (long long)a_.interpolation_mode));
+    return fail(
+        ACLNN_ERR_PARAM_INVALID,
+        format("interpolationMode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got %lld",
+               (long long)a_.interpolation_mode));
   if (a_.padding_mode < 0 || a_.padding_mode > 2)
     return fail(ACLNN_ERR_PARAM_INVALID,
                 format("paddingMode must be 0 (zeros), 1 (border) or 2 (reflection), got %lld",
@@ -275,12 +292,12 @@ bool Checker::run(Problem* p) {
     case ACL_FLOAT16:
     case ACL_DOUBLE:
     case ACL_BF16:
-      dtype_ = DType(int(acl_dtype_));
+      dtype_ = DType(acl_dtype_);
       break;
     default:
       return fail(ACLNN_ERR_PARAM_INVALID,
                   format("input has dtype %s (%d); supported are FLOAT16, BF16, FLOAT and DOUBLE",
-                         dtype_name(acl_dtype_), int(acl_dtype_)));
+                         dtype_name(acl_dtype_), acl_dtype_));
   }
   rank_ = a_.nd + 2;
   Desc in, grid, out, ig, gg;

@@ -48,8 +48,8 @@ inline Half to_half(float f) {
   const uint32_t ax = x & 0x7fffffffu;
   if (ax > 0x7f800000u) return Half{uint16_t(sign | 0x7e00u)};
   if (ax >= 0x477ff000u) return Half{uint16_t(sign | 0x7c00u)};  // rounds to >= 65520: Inf
-  if (ax < 0x38800000u) {                                         // below 2^-14: subnormal
-    if (ax < 0x33000000u) return Half{sign};                      // below 2^-25: rounds to 0
+  if (ax < 0x38800000u) {                                        // below 2^-14: subnormal
+    if (ax < 0x33000000u) return Half{sign};                     // below 2^-25: rounds to 0
     const uint32_t e = ax >> 23;
     const uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
     const uint32_t shift = 126 - e;  // 14..24

@@ -17,8 +17,7 @@ bool verbose() {
 }
 }  // namespace
 
-bool make_plan(const Problem& p, const std::vector<const Impl*>& impls, Plan* plan,
-               Error* error) {
+bool make_plan(const Problem& p, const std::vector<const Impl*>& impls, Plan* plan, Error* error) {
   std::string log;
   for (const Impl* impl : impls) {
     std::string why;

@@ -30,7 +30,6 @@ struct Plan {
 
 // Chooses the first of `impls` (in order of preference) that accepts p. With
 // GRIDSAMPLE_VERBOSE=1 it prints the choice and why each earlier implementation declined.
-bool make_plan(const Problem& p, const std::vector<const Impl*>& impls, Plan* plan,
-               Error* error);
+bool make_plan(const Problem& p, const std::vector<const Impl*>& impls, Plan* plan, Error* error);
 
 }  // namespace gridsample

@@ -32,11 +32,12 @@ std::string Problem::str() const {
     for (int i = 0; i < nd; ++i) r += (i ? "x" : "") + std::to_string(s[i]);
     return r;
   };
-  std::string layout = nd == 3 ? (channel_last ? "ndhwc" : "ncdhw") : (channel_last ? "nhwc" : "nchw");
+  std::string layout =
+      nd == 3 ? (channel_last ? "ndhwc" : "ncdhw") : (channel_last ? "nhwc" : "nchw");
   return std::to_string(nd) + "d_n" + std::to_string(N) + "c" + std::to_string(C) + "_i" +
          dims(in_size) + "_o" + dims(out_size) + "_" + interp_name(interp) + "_" +
-         padding_name(padding) + "_ac" + (align_corners ? "1" : "0") + "_" + dtype_tag(dtype) + "_" +
-         layout;
+         padding_name(padding) + "_ac" + (align_corners ? "1" : "0") + "_" + dtype_tag(dtype) +
+         "_" + layout;
 }
 
 }  // namespace gridsample

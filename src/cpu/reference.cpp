@@ -52,8 +52,7 @@ void point_offsets(const Problem& p, int64_t o, const View& feature, const View&
 
 // Loads the grid components of a point and computes its taps; false if it samples nothing.
 template <typename S, int D, typename T = typename Elem<S>::Acc>
-bool load_taps(const Problem& p, const Geometry<D>& geo, int64_t g_off,
-               math::PointTaps<T, D>* pt) {
+bool load_taps(const Problem& p, const Geometry<D>& geo, int64_t g_off, math::PointTaps<T, D>* pt) {
   T g[D];
   for (int a = 0; a < D; ++a) g[a] = Elem<S>::load(at<S>(p.grid, g_off + a * p.grid.stride[D + 1]));
   return math::point_taps<T, D>(g, geo.size, p.interp, p.padding, p.align_corners, pt);
@@ -125,7 +124,8 @@ void backward(const Problem& p, void* workspace) {
           f(a, b);
         }
   };
-  if (p.want_input_grad) for_each_input_element([&](int64_t a, int64_t) { at<T>(acc_view, a) = 0; });
+  if (p.want_input_grad)
+    for_each_input_element([&](int64_t a, int64_t) { at<T>(acc_view, a) = 0; });
 
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t o = 0; o < p.out_points(); ++o) {
@@ -143,7 +143,8 @@ void backward(const Problem& p, void* workspace) {
           int k[D];
           pt.digits(t, k);
           if (!pt.in_bounds(k)) continue;
-          if (p.want_input_grad) at<T>(acc_view, acc_base + acc_geo.offset(pt, k)) += pt.weight(k) * go;
+          if (p.want_input_grad)
+            at<T>(acc_view, acc_base + acc_geo.offset(pt, k)) += pt.weight(k) * go;
           if (p.want_grid_grad && p.interp != Interp::Nearest) {
             const T v = Elem<S>::load(at<S>(p.input, in_base + geo.offset(pt, k)));
             for (int a = 0; a < D; ++a) gacc[a] += v * pt.weight_grad(k, a) * go;
@@ -165,8 +166,9 @@ void backward(const Problem& p, void* workspace) {
   }
   if constexpr (kAccInWorkspace<S>) {
     if (p.want_input_grad)
-      for_each_input_element(
-          [&](int64_t a, int64_t b) { at<S>(p.input_grad, b) = Elem<S>::store(at<T>(acc_view, a)); });
+      for_each_input_element([&](int64_t a, int64_t b) {
+        at<S>(p.input_grad, b) = Elem<S>::store(at<T>(acc_view, a));
+      });
   }
 }
 
