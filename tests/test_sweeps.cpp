@@ -78,6 +78,12 @@ struct Config {
   }
 };
 
+std::string config_name(const Config& c) {
+  return std::to_string(c.nd) + "d_" + kInterp[c.interp] + "_" + kPadding[c.padding] + "_ac" +
+         (c.align ? "1" : "0");
+}
+void PrintTo(const Config& c, std::ostream* os) { *os << config_name(c); }
+
 std::vector<Config> all_configs() {
   std::vector<Config> v;
   for (int nd : {2, 3})
@@ -362,56 +368,21 @@ TEST_P(Sweep, ViewsMatchContiguousCopies) {
     int64_t pad;
     std::vector<int> bx, bg, bgo;  // broadcast (stride-0) dims of the inputs, in view order
   };
+  // Storage orders of input, grid, gradOutput, out, inputGrad, gridGrad; padding per dim;
+  // broadcast dims of input, grid, gradOutput. On channel-last views the orders named for
+  // channel-first ones are simply other permutations.
+  // clang-format off
   const std::vector<Variant> variants = {
-      {"permuted, padded, offset",
-       Layout::ND,
-       c_last,
-       k_outer,
-       rev,
-       rev,
-       c_outer,
-       k_mid,
-       1,
-       {},
-       {},
-       {}},
-      {"channel-last tag, channel-first memory",
-       Layout::CL,
-       cl_as_cf,
-       k_mid,
-       c_outer,
-       plain,
-       rev,
-       k_outer,
-       2,
-       {},
-       {},
-       {}},
-      {"broadcast N of input and grid, C of gradOutput",
-       Layout::ND,
-       plain,
-       plain,
-       plain,
-       c_last,
-       plain,
-       plain,
-       1,
-       {0},
-       {0},
-       {1}},
-      {"broadcast C of input, a spatial dim of grid, N of gradOutput",
-       Layout::CL,
-       plain,
-       rev,
-       plain,
-       plain,
-       plain,
-       plain,
-       0,
-       {rank - 1},
-       {nd},
-       {0}},
+      {"permuted, padded, offset", Layout::ND,
+       c_last, k_outer, rev, rev, c_outer, k_mid, 1, {}, {}, {}},
+      {"channel-last tag, channel-first memory", Layout::CL,
+       cl_as_cf, k_mid, c_outer, plain, rev, k_outer, 2, {}, {}, {}},
+      {"broadcast N of input and grid, C of gradOutput", Layout::ND,
+       plain, plain, plain, c_last, plain, plain, 1, {0}, {0}, {1}},
+      {"broadcast C of input, a spatial dim of grid, N of gradOutput", Layout::CL,
+       plain, rev, plain, plain, plain, plain, 0, {rank - 1}, {nd}, {0}},
   };
+  // clang-format on
 
   for (const Shape& s : c.picked())
     for (aclDataType t : kDtypes) {
@@ -502,9 +473,7 @@ TEST_P(Sweep, DtypesAgree) {
 
 INSTANTIATE_TEST_SUITE_P(All, Sweep, ::testing::ValuesIn(all_configs()),
                          [](const ::testing::TestParamInfo<Config>& i) {
-                           const Config& c = i.param;
-                           return std::to_string(c.nd) + "d_" + kInterp[c.interp] + "_" +
-                                  kPadding[c.padding] + "_ac" + (c.align ? "1" : "0");
+                           return config_name(i.param);
                          });
 
 }  // namespace
