@@ -1,0 +1,415 @@
+#include "cli.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "nifti_io.h"
+#include "phantom.h"
+#include "picture.h"
+#include "register.h"
+#include "sampler.h"
+
+namespace gsreg {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kUsage = R"(usage: gridsample-register [options]
+       gridsample-register --fixed F --moving M [options]
+
+Registers a moving 3D volume to a fixed one: gradient descent (Adam) on a dense displacement
+field with a diffusion regulariser, coarse to fine, warping with GridSampler3D and
+differentiating with GridSampler3DGrad. With no --fixed/--moving it registers a built-in
+synthetic pair (a phantom and a copy warped by a known smooth field) and reports how well
+the known field was recovered.
+
+options:
+  --fixed F        fixed volume (NIfTI .nii or .nii.gz)
+  --moving M       moving volume; resampled onto the fixed grid through the affines if needed
+  --out DIR        output folder (default: out), created if missing
+  --levels N       resolution levels, 1 to 6 (default 3)
+  --iters LIST     iterations per level, coarsest first: one number for every level, or one per
+                   level, e.g. 200,100,50 (default: 200 at the coarsest, halving per level)
+  --lr X           Adam step, in voxels of the current level (default 0.3)
+  --lambda X       weight of the diffusion regulariser (default 0.0003)
+  --size N         synthetic pair only: volume size N^3, 16 to 256 (default 96)
+  --max-disp X     synthetic pair only: largest true displacement, voxels (default 4)
+  --seed N         synthetic pair only: random seed (default 1)
+  --quiet          print only the summary
+  --help           this text
+
+writes to DIR: registration.png, warped.nii.gz, field.nii.gz (displacement in mm, world axes,
+5-D x,y,z,1,3) and, for the synthetic pair, fixed.nii.gz, moving.nii.gz, true_field.nii.gz.
+exit status: 0 success, 1 failure, 2 bad usage.
+)";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+__attribute__((format(printf, 1, 2))) std::string fmt(const char* f, ...) {
+  va_list ap, ap2;
+  va_start(ap, f);
+  va_copy(ap2, ap);
+  const int n = std::vsnprintf(nullptr, 0, f, ap);
+  va_end(ap);
+  std::string s(size_t(std::max(n, 0)) + 1, '\0');
+  std::vsnprintf(s.data(), s.size(), f, ap2);
+  va_end(ap2);
+  s.resize(size_t(std::max(n, 0)));
+  return s;
+}
+
+std::string dims_str(Dims d) {
+  return fmt("%lldx%lldx%lld", (long long)d.x, (long long)d.y, (long long)d.z);
+}
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct Options {
+  std::string fixed, moving, out_dir = "out";
+  RegisterOptions reg;
+  std::vector<int> iters;  // as given; empty = default
+  int64_t size = 96;
+  double max_disp = 4;
+  uint64_t seed = 1;
+  bool synthetic_option = false;  // --size, --max-disp or --seed given
+  bool quiet = false, help = false;
+};
+
+double parse_number(const std::string& opt, const std::string& v, double lo, double hi) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || end == nullptr || *end != '\0' || !std::isfinite(x))
+    throw UsageError(opt + " needs a number, got '" + v + "'");
+  if (x < lo || x > hi)
+    throw UsageError(opt + " must be in [" + fmt("%g", lo) + ", " + fmt("%g", hi) + "], got " + v);
+  return x;
+}
+
+int64_t parse_int(const std::string& opt, const std::string& v, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0)
+    throw UsageError(opt + " needs an integer, got '" + v + "'");
+  if (x < lo || x > hi)
+    throw UsageError(opt + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got " + v);
+  return x;
+}
+
+std::vector<int> parse_iters(const std::string& v) {
+  std::vector<int> out;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(int(parse_int("--iters", item, 1, 100000)));
+  if (out.empty() || v.back() == ',')
+    throw UsageError("--iters needs a number or a list like 200,100,50");
+  return out;
+}
+
+Options parse(int argc, const char* const* argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool has_value = false;
+    if (arg.rfind("--", 0) == 0) {
+      const size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_value = true;
+      }
+    }
+    auto next = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+      return argv[++i];
+    };
+    auto flag = [&]() {
+      if (has_value) throw UsageError(arg + " takes no value");
+    };
+    if (arg == "--help" || arg == "-h")
+      flag(), o.help = true;
+    else if (arg == "--quiet" || arg == "-q")
+      flag(), o.quiet = true;
+    else if (arg == "--fixed")
+      o.fixed = next();
+    else if (arg == "--moving")
+      o.moving = next();
+    else if (arg == "--out")
+      o.out_dir = next();
+    else if (arg == "--levels")
+      o.reg.levels = int(parse_int(arg, next(), 1, 6));
+    else if (arg == "--iters")
+      o.iters = parse_iters(next());
+    else if (arg == "--lr")
+      o.reg.learning_rate = parse_number(arg, next(), 1e-6, 100);
+    else if (arg == "--lambda")
+      o.reg.lambda = parse_number(arg, next(), 0, 1e6);
+    else if (arg == "--size")
+      o.size = parse_int(arg, next(), 16, 256), o.synthetic_option = true;
+    else if (arg == "--max-disp")
+      o.max_disp = parse_number(arg, next(), 0, 64), o.synthetic_option = true;
+    else if (arg == "--seed")
+      o.seed = uint64_t(parse_int(arg, next(), 0, INT64_MAX)), o.synthetic_option = true;
+    else
+      throw UsageError("unknown option '" + arg + "'");
+  }
+  if (o.help) return o;
+  if (o.fixed.empty() != o.moving.empty()) throw UsageError("--fixed and --moving go together");
+  if (!o.fixed.empty() && o.synthetic_option)
+    throw UsageError("--size, --max-disp and --seed apply to the synthetic pair only");
+  if (o.out_dir.empty()) throw UsageError("--out needs a folder name");
+  const size_t levels = size_t(o.reg.levels);
+  if (o.iters.empty()) {
+    o.reg.iters.clear();
+    for (size_t l = 0; l < levels; ++l) o.reg.iters.push_back(std::max(25, 200 >> l));
+  } else if (o.iters.size() == 1) {
+    o.reg.iters.assign(levels, o.iters[0]);
+  } else if (o.iters.size() == levels) {
+    o.reg.iters = o.iters;
+  } else {
+    throw UsageError(fmt("--iters lists %zu counts for %zu levels", o.iters.size(), levels));
+  }
+  return o;
+}
+
+// Creates the folder if needed and proves that a file can be written there, before any work.
+void prepare_output(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir))
+    throw std::runtime_error("cannot use output folder " + dir +
+                             (ec ? ": " + ec.message() : ": it is not a folder"));
+  const fs::path probe = fs::path(dir) / fmt(".gridsample-register-%ld", long(getpid()));
+  {
+    std::ofstream f(probe);
+    if (!f || !(f << "probe") || !f.flush()) {
+      fs::remove(probe, ec);
+      throw std::runtime_error("cannot write to output folder " + dir);
+    }
+  }
+  fs::remove(probe, ec);
+}
+
+bool same_grid(const Volume& a, const Volume& b) {
+  if (a.dims != b.dims) return false;
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 4; ++j)
+      if (std::fabs(a.affine[i][j] - b.affine[i][j]) > 1e-4 * (1 + std::fabs(a.affine[i][j])))
+        return false;
+  return true;
+}
+
+// Progress: one updating line on a terminal (redrawn at most every 50 ms), else a plain line
+// every 25 iterations and at the end of each level.
+class ProgressPrinter {
+ public:
+  ProgressPrinter(std::ostream& out, bool tty, bool quiet) : out_(out), tty_(tty), quiet_(quiet) {}
+  bool line_open() const { return open_; }
+  void operator()(const Progress& p) {
+    if (quiet_) return;
+    if (p.iter == 1) since_print_ = 0, iters_since_ = 0, last_draw_ = {};
+    since_print_ += p.seconds;
+    ++iters_since_;
+    const bool last = p.iter == p.iters;
+    // Kept under 80 columns so that a terminal's updating line never wraps.
+    const std::string head = fmt("level %d/%d %-11s iter %4d/%-4d loss %.4e", p.level + 1, p.levels,
+                                 dims_str(p.dims).c_str(), p.iter, p.iters, p.loss);
+    if (tty_) {
+      const auto now = Clock::now();
+      if (!last && now - last_draw_ < std::chrono::milliseconds(50)) return;
+      last_draw_ = now;
+      out_ << "\r" << head << fmt(" %7.1f ms/iter ", 1e3 * p.seconds) << (last ? "\n" : "")
+           << std::flush;
+      open_ = !last;
+    } else if (p.iter % 25 == 0 || last) {
+      out_ << head
+           << fmt(" %7.1f ms/iter (mse %.3e, reg %.3e)", 1e3 * since_print_ / iters_since_, p.mse,
+                  p.reg)
+           << "\n";
+      since_print_ = 0, iters_since_ = 0;
+    }
+  }
+
+ private:
+  std::ostream& out_;
+  bool tty_, quiet_, open_ = false;
+  double since_print_ = 0;
+  int iters_since_ = 0;
+  Clock::time_point last_draw_{};
+};
+
+int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
+  const auto t_start = Clock::now();
+  Runtime rt;
+  const bool synthetic = o.fixed.empty();
+
+  Volume fixed, moving;
+  SyntheticPair pair;
+  std::string description;
+  // The output folder is checked after reading input files (a typo there should not leave a new
+  // folder behind) and before any long work.
+  if (synthetic) {
+    prepare_output(o.out_dir);
+    pair = make_synthetic_pair(o.size, o.max_disp, o.seed);
+    fixed = pair.fixed;
+    moving = pair.moving;
+    description = fmt("synthetic pair: %s phantom, true field up to %.2f voxels (seed %llu)",
+                      dims_str(fixed.dims).c_str(), o.max_disp, (unsigned long long)o.seed);
+  } else {
+    fixed = read_nifti(o.fixed);
+    moving = read_nifti(o.moving);
+    const auto sf = spacing(fixed.affine), sm = spacing(moving.affine);
+    description = fmt("fixed %s (%s, %.3gx%.3gx%.3g mm), moving %s (%s, %.3gx%.3gx%.3g mm)",
+                      o.fixed.c_str(), dims_str(fixed.dims).c_str(), sf[0], sf[1], sf[2],
+                      o.moving.c_str(), dims_str(moving.dims).c_str(), sm[0], sm[1], sm[2]);
+    if (!same_grid(fixed, moving)) {
+      moving = resample_onto(rt, moving, fixed);
+      description += "\nmoving resampled onto the fixed grid through the two affines";
+    }
+    prepare_output(o.out_dir);
+  }
+  const double setup_s = since(t_start);
+  const OpTimes ops_before = rt.times();
+
+  const std::vector<Dims> dims = pyramid_dims(fixed.dims, o.reg.levels);
+  if (!o.quiet) {
+    std::string plan;
+    for (int l = 0; l < o.reg.levels; ++l)
+      plan += fmt("%s%s x %d", l ? ", " : "", dims_str(dims[size_t(o.reg.levels - 1 - l)]).c_str(),
+                  o.reg.iters[size_t(l)]);
+    out << "gridsample-register: " << description << "\n"
+        << "levels (coarse to fine): " << plan << " iterations; Adam lr "
+        << fmt("%g", o.reg.learning_rate) << ", diffusion lambda " << fmt("%g", o.reg.lambda)
+        << "\n";
+  }
+
+  const auto t_reg = Clock::now();
+  const RegisterResult r =
+      register_volumes(rt, fixed, moving, o.reg, [&](const Progress& p) { printer(p); });
+  const double reg_s = since(t_reg);
+  const OpTimes ops = rt.times();
+  const double fwd_s = ops.forward.seconds - ops_before.forward.seconds;
+  const double bwd_s = ops.backward.seconds - ops_before.backward.seconds;
+  const int64_t fwd_n = ops.forward.runs - ops_before.forward.runs;
+  const int64_t bwd_n = ops.backward.runs - ops_before.backward.runs;
+
+  // Outputs.
+  const auto t_out = Clock::now();
+  const fs::path dir(o.out_dir);
+  std::vector<std::string> written;
+  auto path = [&](const char* name) {
+    written.push_back((dir / name).string());
+    return written.back();
+  };
+  // Similarity on the intensities the registration sees (IntensityMap), so that MSE means the
+  // same whatever the two files' units.
+  const IntensityMap fmap = IntensityMap::of(fixed.data, "fixed");
+  const IntensityMap mmap = IntensityMap::of(moving.data, "moving");
+  const std::vector<float> fn = fmap(fixed.data), mn = mmap(moving.data), wn = mmap(r.warped.data);
+  const double mse0 = mse(fn, mn), mse1 = mse(fn, wn);
+  const double ncc0 = ncc(fn, mn), ncc1 = ncc(fn, wn);
+  ErrorStats e0, e1, a0, a1;
+  if (synthetic) {
+    const Field zero(fixed.dims);
+    e0 = field_error(zero, pair.truth, pair.mask);
+    e1 = field_error(r.field, pair.truth, pair.mask);
+    a0 = field_error(zero, pair.truth, {});
+    a1 = field_error(r.field, pair.truth, {});
+  }
+  const std::string title =
+      synthetic ? fmt("GRIDSAMPLE-REGISTER  %s  FIELD ERROR %.2f -> %.2f VOXELS  NCC %.5f -> %.5f",
+                      dims_str(fixed.dims).c_str(), e0.mean, e1.mean, ncc0, ncc1)
+                : fmt("GRIDSAMPLE-REGISTER  %s  NCC %.5f -> %.5f", dims_str(fixed.dims).c_str(),
+                      ncc0, ncc1);
+  write_png(path("registration.png"), registration_picture(fixed, moving, r.warped, title));
+  write_nifti(path("warped.nii.gz"), r.warped);
+  write_nifti_field(path("field.nii.gz"), r.field, fixed.affine);
+  if (synthetic) {
+    write_nifti(path("fixed.nii.gz"), fixed);
+    write_nifti(path("moving.nii.gz"), moving);
+    write_nifti_field(path("true_field.nii.gz"), pair.truth, fixed.affine);
+  }
+  const double out_s = since(t_out);
+  const double total_s = since(t_start);
+
+  out << "\nsummary                      before       after\n";
+  if (synthetic) {
+    const double share = 100.0 * double(e0.count) / double(fixed.dims.count());
+    out << fmt("  field error, mean (vox) %11.3f %11.3f   inside the object (%.0f%% of voxels)\n",
+               e0.mean, e1.mean, share)
+        << fmt("  field error, p95  (vox) %11.3f %11.3f\n", e0.p95, e1.p95)
+        << fmt("  field error, mean (vox) %11.3f %11.3f   whole volume\n", a0.mean, a1.mean);
+  }
+  out << fmt("  MSE (intensities 0-1)   %11.4e %11.4e\n", mse0, mse1)
+      << fmt("  NCC                     %11.5f %11.5f\n", ncc0, ncc1)
+      << fmt("  time: %.2f s total = setup %.2f s + registration %.2f s + output %.2f s\n", total_s,
+             setup_s, reg_s, out_s)
+      << fmt("  grid sampler operators: %.2f s = %.0f%% of the registration "
+             "(forward %.2f s, %lld runs; backward %.2f s, %lld runs)\n",
+             fwd_s + bwd_s, 100 * (fwd_s + bwd_s) / reg_s, fwd_s, (long long)fwd_n, bwd_s,
+             (long long)bwd_n);
+  out << "  wrote";
+  for (const auto& w : written) out << " " << w;
+  out << "\n";
+  return 0;
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool tty) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const std::exception& e) {
+    err << "gridsample-register: error: " << one_line(e.what()) << " (see --help)\n";
+    return 2;
+  }
+  if (o.help) {
+    out << kUsage;
+    return 0;
+  }
+  ProgressPrinter printer(out, tty, o.quiet);
+  auto report = [&](const std::string& msg) {
+    if (printer.line_open()) out << "\n" << std::flush;
+    err << "gridsample-register: error: " << one_line(msg) << "\n";
+    return 1;
+  };
+  try {
+    return run(o, out, printer);
+  } catch (const std::bad_alloc&) {
+    return report("out of memory");
+  } catch (const std::exception& e) {
+    return report(e.what());
+  } catch (...) {
+    return report("unexpected failure");
+  }
+}
+
+}  // namespace gsreg

@@ -1,0 +1,164 @@
+#include "phantom.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gsreg {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// SplitMix64: tiny, and unlike <random>'s distributions gives the same numbers everywhere.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  double uniform(double lo, double hi) { return lo + (hi - lo) * double(next() >> 11) * 0x1p-53; }
+  double normal() {  // Box-Muller
+    const double u1 = 1.0 - double(next() >> 11) * 0x1p-53;
+    const double u2 = double(next() >> 11) * 0x1p-53;
+    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * kPi * u2);
+  }
+
+ private:
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t s_;
+};
+
+struct Ellipsoid {
+  double c[3], r[3], value;
+  double sharpness;  // 1 / edge width in units of normalized radius
+  double cut2;       // beyond this normalized squared radius the edge term is negligible
+};
+
+struct Wave {
+  double k[3], phase, amplitude;
+};
+
+// A sum of soft-edged ellipsoids plus a faint texture inside the outer one. The texture gives
+// the flat interiors some structure so that the displacement is observable there too, not only
+// at the edges (the aperture problem).
+class Phantom {
+ public:
+  Phantom(int64_t size, Rng& rng) {
+    const double s = double(size), scale = s / 96.0, mid = (s - 1) / 2;
+    add({{mid, mid, mid}, {0.42 * s, 0.36 * s, 0.40 * s}, 0.3, 0, 0});
+    for (int i = 0; i < 40; ++i) {
+      Ellipsoid e{};
+      for (double& r : e.r) r = rng.uniform(3, 12) * scale;
+      for (double& c : e.c) c = mid + rng.uniform(-1, 1) * 0.25 * s;
+      e.value = rng.uniform(-0.2, 0.5);
+      add(e);
+    }
+    for (int i = 0; i < 8; ++i) {
+      double d[3] = {rng.normal(), rng.normal(), rng.normal()};
+      const double n = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+      const double wavelength = rng.uniform(10, 20) * scale;
+      Wave w{};
+      for (int a = 0; a < 3; ++a) w.k[a] = d[a] / n * 2 * kPi / wavelength;
+      w.phase = rng.uniform(0, 2 * kPi);
+      w.amplitude = 0.1 / std::sqrt(8.0);
+      texture_.push_back(w);
+    }
+  }
+
+  // Membership of the outer ellipsoid, in [0, 1].
+  double outer(const double p[3]) const { return membership(ellipsoids_[0], p); }
+
+  double operator()(const double p[3]) const {
+    double v = 0;
+    for (const Ellipsoid& e : ellipsoids_) v += e.value * membership(e, p);
+    double t = 0;
+    for (const Wave& w : texture_)
+      t += w.amplitude * std::sin(w.k[0] * p[0] + w.k[1] * p[1] + w.k[2] * p[2] + w.phase);
+    v += t * outer(p);
+    return std::clamp(v, 0.0, 1.0);
+  }
+
+ private:
+  static constexpr double kEdgeWidth = 0.7;  // voxels
+
+  void add(Ellipsoid e) {
+    const double rmin = std::min({e.r[0], e.r[1], e.r[2]});
+    e.sharpness = rmin / kEdgeWidth;
+    const double cut = 1 + 20 / e.sharpness;  // sigmoid(-20) ~ 2e-9
+    e.cut2 = cut * cut;
+    ellipsoids_.push_back(e);
+  }
+
+  static double membership(const Ellipsoid& e, const double p[3]) {
+    double d2 = 0;
+    for (int a = 0; a < 3; ++a) {
+      const double q = (p[a] - e.c[a]) / e.r[a];
+      d2 += q * q;
+    }
+    if (d2 > e.cut2) return 0;
+    return 1 / (1 + std::exp(-(1 - std::sqrt(d2)) * e.sharpness));
+  }
+
+  std::vector<Ellipsoid> ellipsoids_;
+  std::vector<Wave> texture_;
+};
+
+Field random_smooth_field(int64_t size, double max_displacement, Rng& rng) {
+  const Dims d{size, size, size};
+  Field f(d);
+  constexpr int kWaves = 6;
+  Wave waves[3][kWaves];
+  for (auto& component : waves)
+    for (Wave& w : component) {
+      for (double& k : w.k) k = rng.uniform(-2, 2) * 2 * kPi / double(size);
+      w.phase = rng.uniform(0, 2 * kPi);
+      w.amplitude = rng.normal();
+    }
+  double max_norm = 0;
+  size_t i = 0;
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x, i += 3) {
+        double n2 = 0;
+        for (int a = 0; a < 3; ++a) {
+          double v = 0;
+          for (const Wave& w : waves[a])
+            v += w.amplitude *
+                 std::sin(w.k[0] * double(x) + w.k[1] * double(y) + w.k[2] * double(z) + w.phase);
+          f.data[i + size_t(a)] = float(v);
+          n2 += v * v;
+        }
+        max_norm = std::max(max_norm, std::sqrt(n2));
+      }
+  const double scale = max_norm > 0 ? max_displacement / max_norm : 0;
+  for (float& v : f.data) v = float(v * scale);
+  return f;
+}
+
+}  // namespace
+
+SyntheticPair make_synthetic_pair(int64_t size, double max_displacement, uint64_t seed) {
+  Rng rng(seed);
+  const Phantom phantom(size, rng);
+  SyntheticPair pair;
+  pair.truth = random_smooth_field(size, max_displacement, rng);
+  const Dims d{size, size, size};
+  pair.fixed = Volume(d, identity4());
+  pair.moving = Volume(d, identity4());
+  pair.mask.assign(size_t(d.count()), 0);
+  size_t i = 0;
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x, ++i) {
+        const double p[3] = {double(x), double(y), double(z)};
+        const float* u = &pair.truth.data[3 * i];
+        const double q[3] = {p[0] + u[0], p[1] + u[1], p[2] + u[2]};
+        pair.moving.data[i] = float(phantom(p));
+        pair.fixed.data[i] = float(phantom(q));
+        pair.mask[i] = phantom.outer(q) >= 0.5;
+      }
+  return pair;
+}
+
+}  // namespace gsreg

@@ -1,0 +1,95 @@
+// Dense deformable registration by gradient descent on a displacement field, driven by the
+// GridSampler3D forward and backward operators.
+//
+// NOTE [ Registration model ]
+// Unknown: a displacement field u on the fixed image's voxel grid, in voxels of that grid.
+// Warped image: W(x) = moving(x + u(x)), one GridSampler3D call (trilinear, border padding,
+// alignCorners false; NOTE [ Sampling conventions ]).
+// Loss, per level, summed over the N voxels of the level:
+//   E(u) = sum_x (W(x) - fixed(x))^2 + lambda * sum_x sum_axes |u(x + e_axis) - u(x)|^2
+// (sum of squared differences on intensities normalised to [0, 1], plus a diffusion
+// regulariser). dE/dW = 2 (W - fixed) goes into GridSampler3DGrad with outputMask {false, true};
+// its grid gradient, times 2 / size per axis (the derivative of the normalised coordinate),
+// is dE/du. Adam (beta 0.9 / 0.999) takes steps of about `learning_rate` voxels. The loss is a
+// sum, not a mean, so that gradients stay far above Adam's epsilon at every level.
+// Multi-resolution: a pyramid built by Gaussian smoothing (sigma one voxel) and resampling at
+// the coarse voxel centres, coarsest level first; each level's field, upsampled (and its
+// voxel units rescaled), starts the next. An axis is halved only while it keeps >= 8 voxels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sampler.h"
+#include "volume.h"
+
+namespace gsreg {
+
+struct RegisterOptions {
+  int levels = 3;
+  std::vector<int> iters = {200, 100, 50};  // one count per level, coarsest first
+  double learning_rate = 0.3;               // voxels of the current level per Adam step
+  double lambda = 3e-4;                     // weight of the diffusion regulariser
+};
+
+// Reported after every iteration.
+struct Progress {
+  int level = 0;  // 0 = coarsest
+  int levels = 0;
+  Dims dims;
+  int iter = 0;  // 1-based
+  int iters = 0;
+  double loss = 0, mse = 0, reg = 0;  // per voxel, before this iteration's step
+  double seconds = 0;                 // wall time of this iteration
+};
+
+struct LevelStats {
+  Dims dims;
+  int iters = 0;
+  double seconds = 0;
+  double final_loss = 0;
+};
+
+struct RegisterResult {
+  Field field;    // on fixed's grid, voxels: moving(x + field(x)) ~ fixed(x)
+  Volume warped;  // moving warped onto fixed's grid, original intensities
+  std::vector<LevelStats> levels;
+};
+
+// The linear intensity map that takes an image's minimum to 0 and its 99.5th percentile to 1, so
+// that the loss and lambda mean the same for any scanner's units. Throws std::runtime_error for a
+// constant image (`which` names it).
+struct IntensityMap {
+  float lo = 0, scale = 1;
+  static IntensityMap of(const std::vector<float>& image, const char* which);
+  std::vector<float> operator()(const std::vector<float>& image) const;
+};
+
+// The pyramid's grid sizes, finest (= dims) first.
+std::vector<Dims> pyramid_dims(Dims dims, int levels);
+
+// fixed and moving must have the same dims (see resample_onto). Throws std::invalid_argument for
+// options that cannot work, std::runtime_error for operator failures.
+RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& moving,
+                                const RegisterOptions& options,
+                                const std::function<void(const Progress&)>& progress = {});
+
+// moving(x + u(x)) on u's grid (which must match moving's dims), border padding.
+Volume warp(Runtime& rt, const Volume& moving, const Field& u);
+
+// `moving` resampled onto `target`'s voxel grid through both affines (world space), trilinear,
+// zero outside moving. Throws std::runtime_error if no voxel of target falls inside moving.
+Volume resample_onto(Runtime& rt, const Volume& moving, const Volume& target);
+
+// Similarity and field-error measures.
+double mse(const std::vector<float>& a, const std::vector<float>& b);
+double ncc(const std::vector<float>& a, const std::vector<float>& b);  // global, Pearson
+struct ErrorStats {
+  double mean = 0, p95 = 0;
+  int64_t count = 0;
+};
+// Euclidean norm of (u - truth) per voxel, over voxels where mask is non-zero (all if empty).
+ErrorStats field_error(const Field& u, const Field& truth, const std::vector<uint8_t>& mask);
+
+}  // namespace gsreg
