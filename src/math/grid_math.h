@@ -110,10 +110,10 @@ GS_HD T pad_coord(T u, int64_t s, Padding padding, bool align_corners, T* d) {
 template <typename T>
 GS_HD void cubic_weights(T t, T w[4], T dw[4]) {
   const T A = T(-0.75);
-  auto w1 = [A](T x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };               // |x| <= 1
-  auto w2 = [A](T x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };         // 1 < |x| < 2
-  auto dw1 = [A](T x) { return (3 * (A + 2) * x - 2 * (A + 3)) * x; };              // W1'(x)
-  auto dw2 = [A](T x) { return (3 * A * x - 10 * A) * x + 8 * A; };                 // W2'(x)
+  auto w1 = [A](T x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };        // |x| <= 1
+  auto w2 = [A](T x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+  auto dw1 = [A](T x) { return (3 * (A + 2) * x - 2 * (A + 3)) * x; };       // W1'(x)
+  auto dw2 = [A](T x) { return (3 * A * x - 10 * A) * x + 8 * A; };          // W2'(x)
   // PyTorch's order of operations: (1 - t) + 1, not 2 - t.
   w[0] = w2(t + 1);
   w[1] = w1(t);
@@ -130,12 +130,12 @@ GS_HD void cubic_weights(T t, T w[4], T dw[4]) {
 // and the derivative of each weight with respect to the grid value (chain rule applied).
 template <typename T>
 struct AxisTaps {
-  int n;            // 1 (nearest), 2 (linear) or 4 (cubic)
-  int64_t idx[4];   // input index along this axis
-  bool ok[4];       // idx is inside [0, s); a tap outside reads 0 and receives nothing
-  T w[4];           // weight of the tap
-  T dw[4];          // d w / d u (before the multiplier)
-  T mult;           // d u / d g: unnormalize times padding derivatives
+  int n;           // 1 (nearest), 2 (linear) or 4 (cubic)
+  int64_t idx[4];  // input index along this axis
+  bool ok[4];      // idx is inside [0, s); a tap outside reads 0 and receives nothing
+  T w[4];          // weight of the tap
+  T dw[4];         // d w / d u (before the multiplier)
+  T mult;          // d u / d g: unnormalize times padding derivatives
 };
 
 // Fills the taps of grid value g along an axis of size s. Returns false when the point samples
