@@ -97,6 +97,12 @@ struct Planned {
   aclOpExecutor* ex = nullptr;
   uint64_t ws = 0;
   aclnnStatus status;
+  std::vector<unsigned char> buf;
+  // A workspace of the size asked for (the implementation chosen may need one).
+  void* wsp() {
+    buf.assign(size_t(ws) + 1, 0xA5);
+    return buf.data();
+  }
 
   explicit Planned(const Problem& p)
       : input(&p.input),
@@ -135,14 +141,13 @@ TEST(Executor, OneShotRunsOnceThenIsRefused) {
     Problem p(k, ACL_FLOAT);
     Planned pl(p);
     ASSERT_EQ(pl.status, ACLNN_SUCCESS) << aclGetRecentErrMsg();
-    ASSERT_EQ(pl.ws, 0u);
-    ASSERT_EQ(run_fn(k)(nullptr, 0, pl.ex, nullptr), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+    ASSERT_EQ(run_fn(k)(pl.wsp(), pl.ws, pl.ex, nullptr), ACLNN_SUCCESS) << aclGetRecentErrMsg();
     EXPECT_EQ(p.output_values(), p.expected());
 
     // The run released the executor: a second run and a destroy are refused, and write nothing.
     p.canaries();
     const auto before = p.output_bytes();
-    EXPECT_EQ(run_fn(k)(nullptr, 0, pl.ex, nullptr), ACLNN_ERR_PARAM_INVALID);
+    EXPECT_EQ(run_fn(k)(pl.wsp(), pl.ws, pl.ex, nullptr), ACLNN_ERR_PARAM_INVALID);
     EXPECT_TRUE(message_has("not a live executor")) << aclGetRecentErrMsg();
     EXPECT_EQ(aclDestroyAclOpExecutor(pl.ex), ACLNN_ERR_PARAM_INVALID);
     EXPECT_EQ(aclSetAclOpExecutorRepeatable(pl.ex), ACLNN_ERR_PARAM_INVALID);
@@ -158,7 +163,7 @@ TEST(Executor, UnrunOneShotCanBeDestroyed) {
     ASSERT_EQ(pl.status, ACLNN_SUCCESS) << aclGetRecentErrMsg();
     const auto before = p.output_bytes();
     EXPECT_EQ(aclDestroyAclOpExecutor(pl.ex), ACLNN_SUCCESS);
-    EXPECT_EQ(run_fn(k)(nullptr, 0, pl.ex, nullptr), ACLNN_ERR_PARAM_INVALID);
+    EXPECT_EQ(run_fn(k)(pl.wsp(), pl.ws, pl.ex, nullptr), ACLNN_ERR_PARAM_INVALID);
     EXPECT_TRUE(p.output_bytes() == before);
   }
 }
@@ -176,7 +181,7 @@ TEST(Executor, RepeatableRunsManyTimesAndReadsBuffersAtRunTime) {
       // New contents of the same buffers; outputs back to canaries so every run must write.
       p.randomize(100 + round);
       p.canaries();
-      ASSERT_EQ(run_fn(k)(nullptr, 0, pl.ex, nullptr), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+      ASSERT_EQ(run_fn(k)(pl.wsp(), pl.ws, pl.ex, nullptr), ACLNN_SUCCESS) << aclGetRecentErrMsg();
       const auto got = p.output_values();
       EXPECT_EQ(got, p.expected());
       EXPECT_NE(got, previous);
@@ -187,7 +192,7 @@ TEST(Executor, RepeatableRunsManyTimesAndReadsBuffersAtRunTime) {
     EXPECT_TRUE(message_has("not a live executor")) << aclGetRecentErrMsg();
     p.canaries();
     const auto before = p.output_bytes();
-    EXPECT_EQ(run_fn(k)(nullptr, 0, pl.ex, nullptr), ACLNN_ERR_PARAM_INVALID);
+    EXPECT_EQ(run_fn(k)(pl.wsp(), pl.ws, pl.ex, nullptr), ACLNN_ERR_PARAM_INVALID);
     EXPECT_TRUE(p.output_bytes() == before);
   }
 }
@@ -201,11 +206,12 @@ TEST(Executor, WrongOperatorsRunCallIsRefused) {
       Planned pl(p);
       ASSERT_EQ(pl.status, ACLNN_SUCCESS) << aclGetRecentErrMsg();
       const auto before = p.output_bytes();
-      EXPECT_EQ(run_fn(used)(nullptr, 0, pl.ex, nullptr), ACLNN_ERR_PARAM_INVALID);
+      EXPECT_EQ(run_fn(used)(pl.wsp(), pl.ws, pl.ex, nullptr), ACLNN_ERR_PARAM_INVALID);
       EXPECT_TRUE(message_has(std::string("was made by ") + op_name(made))) << aclGetRecentErrMsg();
       EXPECT_TRUE(p.output_bytes() == before);
       // The refusal did not consume it: its own operator still runs it.
-      EXPECT_EQ(run_fn(made)(nullptr, 0, pl.ex, nullptr), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+      EXPECT_EQ(run_fn(made)(pl.wsp(), pl.ws, pl.ex, nullptr), ACLNN_SUCCESS)
+          << aclGetRecentErrMsg();
       EXPECT_EQ(p.output_values(), p.expected());
     }
 }
@@ -268,7 +274,8 @@ TEST(Executor, RunsOnACreatedStream) {
   Problem p(OpKind::F2, ACL_FLOAT);
   Planned pl(p);
   ASSERT_EQ(pl.status, ACLNN_SUCCESS) << aclGetRecentErrMsg();
-  ASSERT_EQ(aclnnGridSampler2D(nullptr, 0, pl.ex, stream), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+  ASSERT_EQ(aclnnGridSampler2D(pl.wsp(), pl.ws, pl.ex, stream), ACLNN_SUCCESS)
+      << aclGetRecentErrMsg();
   ASSERT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS);
   EXPECT_EQ(p.output_values(), p.expected());
   EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);

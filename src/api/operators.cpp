@@ -1,5 +1,6 @@
 // The four aclnn operators and their executors: phase 1 checks and plans, phase 2 runs.
 // No exception crosses this boundary; every failure is a status plus a message.
+#include <cstdlib>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
 #include "core/check.h"
 #include "core/plan.h"
+#include "cpu/fast.h"
 #include "cpu/reference.h"
 
 using namespace gridsample;
@@ -33,9 +35,19 @@ struct Entry {
 std::mutex g_mutex;
 std::unordered_map<const aclOpExecutor*, Entry> g_live;
 
-const std::vector<const Impl*>& implementations() {
-  static const std::vector<const Impl*> impls = {&cpu::reference_impl()};
-  return impls;
+// Implementations in order of preference; cpu:ref, last, accepts everything.
+// NOTE [ Forcing an implementation ]
+// GRIDSAMPLE_IMPL=<name> (e.g. cpu:ref, cpu:fast) restricts the choice to that implementation,
+// so that tests can compare implementations and benchmarks can time one; a problem it declines
+// then fails to plan. Read at every plan, so a test can switch it with setenv between calls.
+std::vector<const Impl*> implementations() {
+  static const std::vector<const Impl*> impls = {&cpu::fast_impl(), &cpu::reference_impl()};
+  const char* want = std::getenv("GRIDSAMPLE_IMPL");
+  if (want == nullptr || want[0] == '\0') return impls;
+  std::vector<const Impl*> one;
+  for (const Impl* impl : impls)
+    if (std::string(impl->name) == want) one.push_back(impl);
+  return one;
 }
 
 aclnnStatus fail(int32_t status, const std::string& msg) {

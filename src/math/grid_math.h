@@ -1,11 +1,15 @@
 // The mathematics of grid sampling (SPEC §4), written once for any number of spatial dims.
 //
 // Header-only and dependency-free so that every backend (cpu:ref, the fast CPU kernels, CUDA)
-// includes this and nothing else defines the coordinate math. All functions are pure.
+// includes this and nothing else defines the coordinate math. All functions are pure. The
+// per-coordinate functions live in grid_math_generic-inl.h so that SIMD kernels can evaluate
+// the same source on vectors of points (NOTE [ Lane-generic math ]); the integer taps below are
+// the scalar view of one point.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define GS_HD __host__ __device__ inline
@@ -27,104 +31,23 @@ enum class Padding : int { Zeros = 0, Border = 1, Reflection = 2 };
 // PyTorch instead converts such values to int64 (undefined behaviour) or uses a -100 sentinel.
 constexpr double kMaxCoord = 4611686018427387904.0;  // 2^62
 
+// This copy of the lane-generic functions serves scalars (see grid_math_generic-inl.h).
 template <typename T>
-GS_HD bool coord_ok(T u) {
-  // Written so that NaN fails: every comparison with NaN is false.
-  return u > T(-kMaxCoord) && u < T(kMaxCoord);
-}
+using LaneEnable = std::enable_if_t<std::is_floating_point<T>::value, int>;
 
-// SPEC §4.1. Evaluated in PyTorch's order of operations; `m` receives du/dg.
+// Scalar forms of the four helpers the lane-generic math uses (NOTE [ Lane-generic math ]).
 template <typename T>
-GS_HD T unnormalize(T g, int64_t s, bool align_corners, T* m) {
-  if (align_corners) {
-    *m = T(s - 1) / 2;
-    return ((g + 1) / 2) * T(s - 1);
-  }
-  *m = T(s) / 2;
-  return ((g + 1) * T(s) - 1) / 2;
+GS_HD T where(bool c, T a, T b) {
+  return c ? a : b;
 }
+GS_HD float lane_floor(float x) { return std::floor(x); }
+GS_HD double lane_floor(double x) { return std::floor(x); }
+GS_HD float lane_nearbyint(float x) { return std::nearbyint(x); }
+GS_HD double lane_nearbyint(double x) { return std::nearbyint(x); }
+GS_HD float lane_fmod(float x, float y) { return std::fmod(x, y); }
+GS_HD double lane_fmod(double x, double y) { return std::fmod(x, y); }
 
-// Clamp into [0, s - 1]; `d` receives the derivative, 0 at or beyond either end (inclusive).
-// NaN passes through unchanged so that the caller can reject it.
-template <typename T>
-GS_HD T clamp_coord(T u, int64_t s, T* d) {
-  const T hi = T(s - 1);
-  if (u <= 0) {
-    *d = 0;
-    return 0;
-  }
-  if (u >= hi) {
-    *d = 0;
-    return hi;
-  }
-  *d = 1;
-  return u;
-}
-
-// Reflect into the domain (mirror lines 0 and s - 1 with align_corners, else -0.5 and
-// s - 0.5); `d` receives the derivative sign (+1 or -1; 0 when the domain is one point).
-template <typename T>
-GS_HD T reflect_coord(T u, int64_t s, bool align_corners, T* d) {
-  const T lo = align_corners ? T(0) : T(-0.5);
-  const T span = align_corners ? T(s - 1) : T(s);
-  if (span == 0) {
-    *d = 0;
-    return 0;
-  }
-  T x = u - lo;
-  T sign = 1;
-  if (x < 0) {
-    sign = -1;
-    x = -x;
-  }
-  const T r = std::fmod(x, span);
-  // The parity of floor(x / span), taken without converting to an integer type (PyTorch's
-  // int cast is undefined beyond INT_MAX). Large floats are even integers, so this is exact.
-  const bool odd = std::fmod(std::floor(x / span), T(2)) == T(1);
-  *d = odd ? -sign : sign;
-  return odd ? lo + (span - r) : lo + r;
-}
-
-// SPEC §4.2: the padded coordinate and the padding part of the multiplier.
-template <typename T>
-GS_HD T pad_coord(T u, int64_t s, Padding padding, bool align_corners, T* d) {
-  switch (padding) {
-    case Padding::Border:
-      return clamp_coord(u, s, d);
-    case Padding::Reflection: {
-      T dr, dc;
-      const T r = reflect_coord(u, s, align_corners, &dr);
-      const T c = clamp_coord(r, s, &dc);
-      *d = dr * dc;
-      return c;
-    }
-    case Padding::Zeros:
-    default:
-      *d = 1;
-      return u;
-  }
-}
-
-// Keys cubic convolution, A = -0.75 (SPEC §4.5): the four weights for fractional offset t and
-// their derivatives with respect to t.
-template <typename T>
-GS_HD void cubic_weights(T t, T w[4], T dw[4]) {
-  const T A = T(-0.75);
-  auto w1 = [A](T x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };        // |x| <= 1
-  auto w2 = [A](T x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
-  auto dw1 = [A](T x) { return (3 * (A + 2) * x - 2 * (A + 3)) * x; };       // W1'(x)
-  auto dw2 = [A](T x) { return (3 * A * x - 10 * A) * x + 8 * A; };          // W2'(x)
-  // PyTorch's order of operations: (1 - t) + 1, not 2 - t.
-  w[0] = w2(t + 1);
-  w[1] = w1(t);
-  w[2] = w1(1 - t);
-  w[3] = w2((1 - t) + 1);
-  // Distances t + 1 and t grow with t; 1 - t and 2 - t shrink.
-  dw[0] = dw2(t + 1);
-  dw[1] = dw1(t);
-  dw[2] = -dw1(1 - t);
-  dw[3] = -dw2(2 - t);
-}
+#include "math/grid_math_generic-inl.h"
 
 // The taps of one point along one axis: which input indices it reads, with which weights,
 // and the derivative of each weight with respect to the grid value (chain rule applied).
@@ -143,12 +66,12 @@ struct AxisTaps {
 template <typename T>
 GS_HD bool axis_taps(T g, int64_t s, Interp interp, Padding padding, bool align_corners,
                      AxisTaps<T>* a) {
-  T m;
-  const T u0 = unnormalize(g, s, align_corners, &m);
   if (interp == Interp::Bicubic) {
     // The coordinate is not padded; padding applies to each integer tap instead.
+    T m;
+    const T u0 = unnormalize(g, s, align_corners, &m);
     if (!coord_ok(u0)) return false;
-    const T x0 = std::floor(u0);
+    const T x0 = lane_floor(u0);
     cubic_weights(u0 - x0, a->w, a->dw);
     a->n = 4;
     a->mult = m;
@@ -164,12 +87,10 @@ GS_HD bool axis_taps(T g, int64_t s, Interp interp, Padding padding, bool align_
     }
     return true;
   }
-  T dpad;
-  const T u = pad_coord(u0, s, padding, align_corners, &dpad);
-  if (!coord_ok(u)) return false;
-  a->mult = m * dpad;
+  T u;
+  if (!linear_coord(g, s, padding, align_corners, &u, &a->mult)) return false;
   if (interp == Interp::Nearest) {
-    const int64_t i = static_cast<int64_t>(std::nearbyint(u));  // round half to even
+    const int64_t i = static_cast<int64_t>(lane_nearbyint(u));  // round half to even
     a->n = 1;
     a->idx[0] = i;
     a->ok[0] = i >= 0 && i < s;
@@ -177,15 +98,14 @@ GS_HD bool axis_taps(T g, int64_t s, Interp interp, Padding padding, bool align_
     a->dw[0] = 0;
     return true;
   }
-  const T x0 = std::floor(u);
+  const T x0 = lane_floor(u);
   const int64_t i0 = static_cast<int64_t>(x0);
   a->n = 2;
   a->idx[0] = i0;
   a->idx[1] = i0 + 1;
   a->ok[0] = i0 >= 0 && i0 < s;
   a->ok[1] = i0 + 1 >= 0 && i0 + 1 < s;
-  a->w[0] = (x0 + 1) - u;
-  a->w[1] = u - x0;
+  linear_weights(u, x0, a->w);
   a->dw[0] = -1;
   a->dw[1] = 1;
   return true;

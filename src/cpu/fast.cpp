@@ -1,0 +1,419 @@
+// cpu:fast -- the work split: which kernel calls a run makes, what the workspace holds, and how
+// threads share the calls.
+#include "cpu/fast.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <initializer_list>
+#include <limits>
+#include <vector>
+
+#include "cpu/fast_kernels.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace gridsample::cpu {
+namespace {
+
+using fast::Args;
+using fast::Kernels;
+
+// NOTE [ Fast determinism ]
+// Results are bit-identical for any number of threads and on every run because no output element
+// is written by two kernel calls, and each call computes its elements in an order that does not
+// depend on the work split:
+// - out: a call owns a range of output points; each point is computed alone, taps in order.
+// - backward: the output points of an item are binned by slab of the outermost input dim
+//   (NOTE [ Slabs ]); the lists are built by a stable counting sort over fixed chunks of points,
+//   so each slab lists its points in increasing order, whatever the thread count. A slab call
+//   owns the slab's region of inputGrad (all channels): it zeroes it and adds, point by point in
+//   list order, the taps that fall inside it -- so every inputGrad element receives its
+//   contributions in increasing output-point order, the order of cpu:ref. It also owns gridGrad
+//   of the points whose home is the slab, each computed alone.
+// No atomics, no per-thread partial sums; threads only change who runs which call.
+
+int max_threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Largest input size along an axis for which the vector index math is exact
+// (NOTE [ Exact vector fmod ] in fast_lanes-inl.h): 2^22 in float lanes, 2^50 in double lanes.
+int64_t max_axis(DType t) { return t == DType::Float64 ? (int64_t(1) << 50) : (int64_t(1) << 22); }
+
+// Largest offset the vector offsets hold exactly: int32 in float lanes, doubles below 2^52 in
+// double lanes.
+int64_t max_offset(DType t) {
+  return t == DType::Float64 ? (int64_t(1) << 52) : int64_t(std::numeric_limits<int32_t>::max());
+}
+
+// Sum over spatial dims of (size - 1) * |stride|: the largest |offset| a tap can have; -1 if it
+// exceeds max_offset.
+int64_t extent(const Problem& p, const View& v) {
+  int64_t e = 0;
+  for (int i = 0; i < p.nd; ++i) {
+    const int64_t s = v.stride[2 + i] < 0 ? -v.stride[2 + i] : v.stride[2 + i];
+    if (p.in_size[i] > 1 && s > (max_offset(p.dtype) - e) / (p.in_size[i] - 1)) return -1;
+    e += (p.in_size[i] - 1) * s;
+  }
+  return e;
+}
+
+bool sixteen_bit(const Problem& p) { return dtype_size(p.dtype) == 2; }
+int64_t compute_size(const Problem& p) { return p.dtype == DType::Float64 ? 8 : 4; }
+
+int taps_per_axis(const Problem& p) {
+  return p.interp == Interp::Nearest ? 1 : (p.interp == Interp::Bicubic ? 4 : 2);
+}
+
+int taps_per_point(const Problem& p) {
+  int t = 1;
+  for (int i = 0; i < p.nd; ++i) t *= taps_per_axis(p);
+  return t;
+}
+
+// NOTE [ Channel rows ]
+// A sample reads (forward, gridGrad) or updates (inputGrad) its corners in every channel. In a
+// channel-first layout that is one cache line per corner per channel, spread over C planes: with
+// grids that jump around the input (the benchmarks' are uniform random), nearly every one of them
+// misses the caches. In rows of C channels ([N, spatial, C]) it is one or a few lines per corner,
+// and the kernels work on whole rows. So with C >= kRowsMinC a channel-first input is copied into
+// the workspace as rows (in the compute type: 16-bit values are widened exactly) when the samples
+// outnumber the input points enough to pay for the copy, and in the backward gradOutput is copied
+// as rows and inputGrad accumulates as rows in the workspace, copied (rounded) into the inputGrad
+// view slab by slab. Channel-last tensors are used in place. These choices depend on the shapes,
+// the dtype and the input's format tag only, so the workspace size does too; a view whose strides
+// do not match its tag still works, on slower loops.
+constexpr int64_t kRowsMinC = 4;
+
+bool rows_ok(const Problem& p) { return p.C >= kRowsMinC; }
+bool backward_input_grad(const Problem& p) { return p.op == Op::Backward && p.want_input_grad; }
+
+bool pack_input(const Problem& p) {
+  if (!rows_ok(p) || p.channel_last) return false;
+  if (p.op == Op::Backward && !p.want_grid_grad) return false;  // only gridGrad reads the input
+  // The copy streams the input twice (about 2 * C * 4 / 64 cache lines per point, once), while
+  // a channel-first read costs C scattered lines: one row read per eight input points pays.
+  const int64_t reads = p.out_points() * taps_per_point(p);
+  return reads * 8 >= p.in_points();
+}
+
+// NOTE [ Fast inputGrad ]
+// FLOAT and DOUBLE accumulate in the inputGrad view itself when it is channel-last or has few
+// channels; otherwise inputGrad accumulates in the workspace in the compute type: as rows
+// (NOTE [ Channel rows ]) or, with few channels, as [N, C, spatial] FLOAT32 for the 16-bit types
+// (SPEC §4.7: rounded once, when a slab is complete).
+bool acc_in_workspace(const Problem& p) {
+  if (!backward_input_grad(p)) return false;
+  return sixteen_bit(p) || (rows_ok(p) && !p.channel_last);
+}
+
+// NOTE [ Slabs ]
+// The backward visits output points slab by slab of the outermost input dim: each slab's working
+// set (its rows of input and of the inputGrad accumulator, about kSlabBytes each) stays in the
+// caches while the points that touch it are processed, instead of every point missing them.
+// A binning pass lists, per slab, the output points with a tap (along the outermost axis) inside
+// it: a point is listed in each slab its taps touch, and its home is the slab of its first valid
+// tap (slab 0 if none), where its gridGrad is computed. With each list entry the binning pass
+// stores the point's grid values and gradOutput (as a row of C channels), so that a slab reads
+// everything about its points in sequence rather than at scattered addresses. Lists hold 32-bit
+// point indices, at most min(taps per axis, slabs) entries per point. The slab length (a power of
+// two, such that there are at least kMinSlabs slabs when the dim is long enough) depends on the
+// shapes and dtype only.
+constexpr int64_t kSlabBytes = int64_t(1) << 20;
+constexpr int64_t kBinChunk = 4096;  // output points per binning call
+constexpr int64_t kMinSlabs = 4;     // when the outermost dim allows: work for several threads
+
+struct Binning {
+  int64_t slab_len = 1, slabs = 1, chunks = 0, list_cap = 0;
+  int slab_shift = 0;  // slab_len is a power of two: a tap's slab is its index >> slab_shift
+};
+
+Binning binning(const Problem& p) {
+  Binning b;
+  const int64_t outer = p.in_size[0];
+  const int64_t slice =
+      std::max<int64_t>(1, p.in_points() / outer) * std::max<int64_t>(1, p.C) * compute_size(p);
+  while ((b.slab_len * 2) * slice <= kSlabBytes && (b.slab_len * 2) * kMinSlabs <= outer) {
+    b.slab_len *= 2;
+    ++b.slab_shift;
+  }
+  b.slabs = ceil_div(outer, b.slab_len);
+  b.chunks = ceil_div(p.out_points(), kBinChunk);
+  b.list_cap = p.out_points() * std::min<int64_t>(taps_per_axis(p), b.slabs);
+  return b;
+}
+
+bool accepts(const Problem& p, std::string* why) {
+  for (int i = 0; i < p.nd; ++i) {
+    if (p.in_size[i] > max_axis(p.dtype)) {
+      *why = "an input axis of size " + std::to_string(p.in_size[i]) +
+             " exceeds the largest for which the vector index math is exact (" +
+             std::to_string(max_axis(p.dtype)) + ")";
+      return false;
+    }
+  }
+  int64_t copy = 0;  // elements of one item's rows of input
+  const bool copy_too_big =
+      __builtin_mul_overflow(p.C, p.in_points(), &copy) || copy > max_offset(p.dtype);
+  if (pack_input(p) ? copy_too_big : extent(p, p.input) < 0) {
+    *why = "input offsets exceed the vector index range";
+    return false;
+  }
+  if (backward_input_grad(p) &&
+      (acc_in_workspace(p) ? copy_too_big : extent(p, p.input_grad) < 0)) {
+    *why = "inputGrad offsets exceed the vector index range";
+    return false;
+  }
+  if (p.op == Op::Backward) {
+    int64_t payload = 0;  // elements of one item's payload; its offsets are vector offsets too
+    const Binning b = binning(p);
+    if (b.list_cap > int64_t(std::numeric_limits<int32_t>::max()) ||
+        __builtin_mul_overflow(b.list_cap, p.nd + p.C, &payload) || payload > max_offset(p.dtype)) {
+      *why = "more output points per item than the slab lists hold";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The workspace, in order: input rows, inputGrad accumulator, then the binning arrays and the
+// payload (NOTE [ Slabs ]); every part 64-byte aligned.
+struct WorkspaceLayout {
+  uint64_t in = 0, acc = 0, bin_pos = 0, slab_begin = 0, lists = 0, payload = 0, total = 0;
+};
+
+bool layout(const Problem& p, WorkspaceLayout* w) {
+  uint64_t total = 0;
+  auto part = [&](uint64_t* at, std::initializer_list<uint64_t> factors) {
+    uint64_t n = 1;
+    for (uint64_t f : factors)
+      if (__builtin_mul_overflow(n, f, &n)) return false;
+    *at = total;
+    n = (n + 63) / 64 * 64;
+    return !__builtin_add_overflow(total, n, &total);
+  };
+  const uint64_t N = uint64_t(p.N), C = uint64_t(p.C), ts = uint64_t(compute_size(p));
+  if (pack_input(p) && !part(&w->in, {N, C, uint64_t(p.in_points()), ts})) return false;
+  if (acc_in_workspace(p) && !part(&w->acc, {N, C, uint64_t(p.in_points()), ts})) return false;
+  if (p.op == Op::Backward) {
+    const Binning b = binning(p);
+    if (!part(&w->bin_pos, {N, uint64_t(b.chunks), uint64_t(b.slabs), sizeof(int32_t)}) ||
+        !part(&w->slab_begin, {N, uint64_t(b.slabs) + 1, sizeof(int64_t)}) ||
+        !part(&w->lists, {N, uint64_t(b.list_cap), sizeof(int32_t)}) ||
+        !part(&w->payload, {N, uint64_t(b.list_cap), uint64_t(p.nd) + C, ts}))
+      return false;
+  }
+  w->total = total;
+  return total <= (uint64_t(1) << 62);
+}
+
+bool workspace(const Problem& p, uint64_t* bytes) {
+  WorkspaceLayout w;
+  if (!layout(p, &w)) return false;
+  *bytes = w.total;
+  return true;
+}
+
+// Output points of one item as rows: merge output dims from the innermost outwards while the
+// grid, feature and gridGrad views all stay linear.
+void point_rows(const Problem& p, Args* a) {
+  const int nd = p.nd;
+  const bool use_gg = p.op == Op::Backward && p.want_grid_grad;
+  auto g = [&](int i) { return p.grid.stride[1 + i]; };
+  auto f = [&](int i) { return p.out.stride[2 + i]; };
+  auto gg = [&](int i) { return use_gg ? p.grid_grad.stride[1 + i] : 0; };
+  int i = nd - 1;
+  a->row_len = p.out_size[i];
+  a->inner_grid = g(i);
+  a->inner_feat = f(i);
+  a->inner_gg = gg(i);
+  for (--i; i >= 0; --i) {
+    const int64_t s = p.out_size[i];
+    if (s == 1) continue;
+    if (a->row_len == 1) {  // the row so far is one point: it takes this dim's strides
+      a->row_len = s;
+      a->inner_grid = g(i);
+      a->inner_feat = f(i);
+      a->inner_gg = gg(i);
+      continue;
+    }
+    if (g(i) != a->inner_grid * a->row_len || f(i) != a->inner_feat * a->row_len ||
+        gg(i) != a->inner_gg * a->row_len)
+      break;
+    a->row_len *= s;
+  }
+  a->nouter = 0;
+  for (int j = 0; j <= i; ++j) {
+    a->outer_size[a->nouter] = p.out_size[j];
+    a->outer_grid[a->nouter] = g(j);
+    a->outer_feat[a->nouter] = f(j);
+    a->outer_gg[a->nouter] = gg(j);
+    ++a->nouter;
+  }
+}
+
+// Strides of rows of `inner` elements per point over the input spatial dims, axis order.
+void row_strides(const Args& a, int nd, int64_t inner, int64_t* sp) {
+  for (int d = 0; d < nd; ++d) {
+    sp[d] = inner;
+    inner *= a.size[d];
+  }
+}
+
+Args make_args(const Problem& p, void* ws) {
+  Args a;
+  a.p = &p;
+  const int D = p.nd;
+  for (int d = 0; d < D; ++d) a.size[d] = p.in_size[D - 1 - d];
+  a.points = p.out_points();
+  point_rows(p, &a);
+  WorkspaceLayout w;
+  layout(p, &w);
+  char* base = static_cast<char*>(ws);
+  a.in_packed = pack_input(p);
+  if (a.in_packed) {
+    a.in = base + w.in;
+    a.in_n = p.C * p.in_points();
+    a.in_c = 1;
+    row_strides(a, D, p.C, a.in_sp);
+  } else {
+    a.in = p.input.data;
+    a.in_n = p.input.stride[0];
+    a.in_c = p.input.stride[1];
+    for (int d = 0; d < D; ++d) a.in_sp[d] = p.input.stride[2 + D - 1 - d];
+  }
+  a.rows_fwd = rows_ok(p) && a.in_c == 1;
+  if (backward_input_grad(p)) {
+    a.acc_in_workspace = acc_in_workspace(p);
+    if (a.acc_in_workspace) {
+      a.acc = base + w.acc;
+      a.acc_n = p.C * p.in_points();
+      a.acc_c = rows_ok(p) ? 1 : p.in_points();
+      row_strides(a, D, rows_ok(p) ? p.C : 1, a.acc_sp);
+    } else {
+      a.acc = p.input_grad.data;
+      a.acc_n = p.input_grad.stride[0];
+      a.acc_c = p.input_grad.stride[1];
+      for (int d = 0; d < D; ++d) a.acc_sp[d] = p.input_grad.stride[2 + D - 1 - d];
+    }
+    a.rows_acc = rows_ok(p) && a.acc_c == 1;
+  }
+  if (p.op == Op::Backward) {
+    const Binning b = binning(p);
+    a.slab_len = b.slab_len;
+    a.slab_shift = b.slab_shift;
+    a.slabs = b.slabs;
+    a.bin_chunk = kBinChunk;
+    a.bin_chunks = b.chunks;
+    a.list_cap = b.list_cap;
+    a.bin_pos = reinterpret_cast<int32_t*>(base + w.bin_pos);
+    a.slab_begin = reinterpret_cast<int64_t*>(base + w.slab_begin);
+    a.lists = reinterpret_cast<int32_t*>(base + w.lists);
+    a.payload = base + w.payload;
+    a.entry = p.nd + p.C;
+  }
+  return a;
+}
+
+// Output points per forward call: about 2^17 tap reads, so that calls are long enough to amortize
+// their start and short enough to balance. A multiple of 64 keeps vectors full.
+int64_t points_per_call(const Problem& p) {
+  const int64_t work = std::max<int64_t>(1, p.C) * taps_per_point(p);
+  const int64_t pts = std::clamp<int64_t>((int64_t(1) << 17) / work, 64, 16384);
+  return ceil_div(pts, 64) * 64;
+}
+
+// Threads worth waking for p: one per 2^15 tap reads (a few tens of microseconds of work), so
+// that small problems run on the calling thread and skip the cost of a parallel region.
+int useful_threads(const Problem& p) {
+  int64_t work = 0;
+  const int64_t per_point = std::max<int64_t>(1, p.C) * taps_per_point(p);
+  if (__builtin_mul_overflow(p.N * p.out_points(), per_point, &work)) return max_threads();
+  if (p.op == Op::Backward) work += p.N * p.C * p.in_points() / 8;  // zeroing inputGrad
+  return int(std::clamp<int64_t>(work >> 15, 1, max_threads()));
+}
+
+// Turns the per-chunk counts of each item into list positions: slab-major, chunk-minor, so that a
+// slab's list is its chunks' points in chunk order (a stable counting sort).
+void bin_positions(const Args& a, int64_t n) {
+  int64_t pos = 0;
+  int64_t* begin = a.slab_begin + n * (a.slabs + 1);
+  for (int64_t s = 0; s < a.slabs; ++s) {
+    begin[s] = pos;
+    for (int64_t ch = 0; ch < a.bin_chunks; ++ch) {
+      int32_t& c = a.bin_pos[(n * a.bin_chunks + ch) * a.slabs + s];
+      const int32_t count = c;
+      c = int32_t(pos);
+      pos += count;
+    }
+  }
+  begin[a.slabs] = pos;
+}
+
+void run(const Problem& p, void* ws) {
+  const Args a = make_args(p, ws);
+  const Kernels k = fast::select_kernels(p.dtype, p.nd, p.interp);
+  const int threads = useful_threads(p);
+  const int64_t per_pack =
+      ceil_div(std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, p.C)), 64) * 64;
+  const int64_t in_packs = a.in_packed ? ceil_div(p.in_points(), per_pack) : 0;
+
+  if (p.op == Op::Forward) {
+    const int64_t per_call = points_per_call(p);
+    const int64_t point_calls = ceil_div(a.points, per_call);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < p.N * in_packs; ++i) {
+        const int64_t n = i / in_packs, q0 = (i % in_packs) * per_pack;
+        k.pack(a, n, q0, std::min(p.in_points(), q0 + per_pack));
+      }
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < p.N * point_calls; ++i) {
+        const int64_t n = i / point_calls, o0 = (i % point_calls) * per_call;
+        k.forward(a, n, o0, std::min(a.points, o0 + per_call));
+      }
+    }
+    return;
+  }
+
+  // Backward (NOTE [ Slabs ]): the input rows and the counts, positions, lists, then the slabs.
+  const int64_t first = p.N * (in_packs + a.bin_chunks);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < first; ++i) {
+      if (i < p.N * in_packs) {
+        const int64_t n = i / in_packs, q0 = (i % in_packs) * per_pack;
+        k.pack(a, n, q0, std::min(p.in_points(), q0 + per_pack));
+      } else {
+        const int64_t j = i - p.N * in_packs;
+        k.bin(a, j / a.bin_chunks, j % a.bin_chunks, false);
+      }
+    }
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < p.N; ++n) bin_positions(a, n);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < p.N * a.bin_chunks; ++i)
+      k.bin(a, i / a.bin_chunks, i % a.bin_chunks, true);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < p.N * a.slabs; ++i) k.slab(a, i / a.slabs, i % a.slabs);
+  }
+}
+
+}  // namespace
+
+const Impl& fast_impl() {
+  static const Impl impl{"cpu:fast", accepts, workspace, run};
+  return impl;
+}
+
+}  // namespace gridsample::cpu

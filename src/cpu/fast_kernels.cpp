@@ -1,0 +1,1180 @@
+// cpu:fast SIMD kernels. Highway compiles this file once per instruction set (foreach_target) and
+// select_kernels() picks the best one for the running CPU.
+//
+// NOTE [ Fast kernel layouts ]
+// Every output is computed with exactly the arithmetic of cpu:ref, in the same order, so results
+// are bit-identical to the reference (and hence across layouts, thread counts and instruction
+// sets). Floating-point contraction is off for this file (CMakeLists.txt) so that no multiply-add
+// is fused behind our back.
+// - Taps: the coordinate math runs on a vector of output points (the lane-generic functions of
+//   src/math); a table of per-tap offsets, validity and weights for that vector lives on the stack.
+// - forward: with channel rows (NOTE [ Channel rows ] in fast.cpp) each point sums whole rows of C
+//   channels at its taps, a vector of channels at a time, in tap order; a channel-first out is
+//   written through a [point][channel] tile and row transposes (NOTE [ Row transposes ]).
+//   Without rows (few channels), per channel, the input is gathered for a vector of points.
+// - backward, slab by slab (NOTE [ Slabs ] in fast.cpp): gridGrad over points -- for each channel
+//   and tap the values at the points' taps, accumulated in cpu:ref's order (channels, then taps,
+//   then axes); inputGrad over channel rows (or per channel), point by point in list order, taps
+//   in cpu:ref's order.
+#include "cpu/fast_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "core/dtype.h"
+#include "math/grid_math.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/fast_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace gridsample::cpu::fast {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using math::kMaxCoord;
+using math::Padding;
+
+#include "cpu/fast_lanes-inl.h"
+#include "math/grid_math_generic-inl.h"
+
+template <class S>
+using TOf = typename Elem<S>::Acc;
+template <class S>
+using DFOf = hn::ScalableTag<TOf<S>>;
+template <class DF>
+using DIOf = hn::RebindToSigned<DF>;
+template <class DF>
+using TIOf = hn::TFromD<DIOf<DF>>;
+template <class DF>
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(hn::TFromD<DF>);
+
+template <class S>
+constexpr bool k16 = sizeof(S) == 2;
+
+// Channels handled together when a row is staged in a stack tile.
+constexpr int64_t kChunk = 64;
+
+// ---------------------------------------------------------------------------------------------
+// Loads and stores of point vectors and channel rows, converting the 16-bit storage types.
+
+// N 16-bit values at p, widened to float. Exact: every FLOAT16 and BF16 value is a float.
+// FLOAT16 uses the F16C instructions of the x86 targets; Highway's software conversion (other
+// targets) turns Inf and NaN into finite numbers, so those take dtype.h's conversion instead.
+template <class DF, class S>
+HWY_INLINE hn::Vec<DF> Promote16(DF df, const S* p) {
+  if constexpr (std::is_same_v<S, Half>) {
+#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3) && !defined(HWY_DISABLE_F16C)
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#else
+    alignas(64) float buf[kMaxLanes<DF>];
+    for (size_t i = 0; i < hn::Lanes(df); ++i) buf[i] = Elem<Half>::load(p[i]);
+    return hn::Load(df, buf);
+#endif
+  } else {
+    const hn::Rebind<hwy::bfloat16_t, DF> db;
+    return hn::PromoteTo(df, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+  }
+}
+
+// N values rounded to a 16-bit type at p, exactly as Elem<S>::store (dtype.h) rounds them.
+template <class DF, class S>
+HWY_INLINE void Demote16(DF df, hn::Vec<DF> v, S* p) {
+  const hn::Rebind<uint16_t, DF> d16;
+  uint16_t* out = reinterpret_cast<uint16_t*>(p);
+  if constexpr (std::is_same_v<S, BFloat16>) {
+    // Round to nearest even on the bits; NaN keeps its sign and payload top, made quiet.
+    const hn::RebindToUnsigned<DF> du;
+    const auto bits = hn::BitCast(du, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+    const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(hn::Set(du, 0x7fffu), lsb)));
+    const auto quiet = hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40u));
+    const auto r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(hn::RebindToSigned<DF>(), r)), d16, out);
+  } else {
+#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3) && !defined(HWY_DISABLE_F16C)
+    // F16C rounds to nearest even with overflow to Inf, as to_half; only NaNs differ (payload).
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
+    if (HWY_UNLIKELY(!hn::AllFalse(df, hn::IsNaN(v)))) {
+      alignas(64) float buf[kMaxLanes<DF>];
+      hn::Store(v, df, buf);
+      for (size_t i = 0; i < hn::Lanes(df); ++i)
+        if (std::isnan(buf[i])) p[i] = Elem<Half>::store(buf[i]);
+    }
+#else
+    alignas(64) float buf[kMaxLanes<DF>];
+    hn::Store(v, df, buf);
+    for (size_t i = 0; i < hn::Lanes(df); ++i) p[i] = Elem<Half>::store(buf[i]);
+#endif
+    (void)d16;
+    (void)out;
+  }
+}
+
+// Lane i holds i * stride.
+template <class DF>
+HWY_INLINE hn::Vec<DIOf<DF>> LaneOffsets(DF df, int64_t stride) {
+  const DIOf<DF> di;
+  if constexpr (sizeof(TIOf<DF>) == 4) {
+    return hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(stride)));
+  } else {
+    return hn::ConvertTo(di, hn::Mul(hn::Iota(df, 0), hn::Set(df, static_cast<double>(stride))));
+  }
+}
+
+// Whether lane offsets i * stride, i < N, fit the index type.
+template <class DF>
+HWY_INLINE bool OffsetsFit(DF df, int64_t stride) {
+  const int64_t m = int64_t(hn::Lanes(df)) * (stride < 0 ? -stride : stride);
+  return sizeof(TIOf<DF>) == 8 || m < (int64_t(1) << 31);
+}
+
+// base[i * stride] for i < count, as T; lanes at and beyond count are 0.
+template <class DF, class S>
+HWY_INLINE hn::Vec<DF> LoadPoints(DF df, const S* base, int64_t stride, size_t count) {
+  using T = hn::TFromD<DF>;
+  const size_t N = hn::Lanes(df);
+  if (count == N) {
+    if (stride == 1) {
+      if constexpr (std::is_same_v<S, T>) {
+        return hn::LoadU(df, base);
+      } else {
+        return Promote16(df, base);
+      }
+    }
+    if constexpr (std::is_same_v<S, T>) {
+      if (OffsetsFit(df, stride)) return hn::GatherIndex(df, base, LaneOffsets(df, stride));
+    }
+  }
+  if constexpr (k16<S>) {
+    alignas(64) S buf[kMaxLanes<DF>] = {};
+    for (size_t i = 0; i < count; ++i) buf[i] = base[int64_t(i) * stride];
+    return Promote16(df, buf);
+  } else {
+    alignas(64) T buf[kMaxLanes<DF>] = {};
+    for (size_t i = 0; i < count; ++i) buf[i] = base[int64_t(i) * stride];
+    return hn::Load(df, buf);
+  }
+}
+
+// Stores lanes i < count to base[i * stride], rounded as Elem<S>::store does.
+template <class DF, class S>
+HWY_INLINE void StorePoints(DF df, hn::Vec<DF> v, S* base, int64_t stride, size_t count) {
+  using T = hn::TFromD<DF>;
+  if (count == hn::Lanes(df) && stride == 1) {
+    if constexpr (std::is_same_v<S, T>) {
+      return hn::StoreU(v, df, base);
+    } else {
+      return Demote16(df, v, base);
+    }
+  }
+  alignas(64) T buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
+  hn::Store(v, df, buf);
+  for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = Elem<S>::store(buf[i]);
+}
+
+// base[off[i]] for every lane; every lane of off is a valid offset.
+template <class DF, class S>
+HWY_INLINE hn::Vec<DF> GatherInput(DF df, const S* base, hn::Vec<DIOf<DF>> off) {
+  if constexpr (k16<S>) {
+    alignas(64) TIOf<DF> o[kMaxLanes<DF>];
+    hn::Store(off, DIOf<DF>(), o);
+    alignas(64) S buf[kMaxLanes<DF>];
+    for (size_t i = 0; i < hn::Lanes(df); ++i) buf[i] = base[o[i]];
+    return Promote16(df, buf);
+  } else {
+    return hn::GatherIndex(df, base, off);
+  }
+}
+
+// NOTE [ Row transposes ]: turning rows of channels into vectors of one channel across points (and
+// back) is the heart of every layout change here. On AVX2 it is a classic 8 x 8 shuffle
+// network: gathers are slow there (Zen 3: several cycles per lane). Elsewhere, a scalar pass.
+#undef GS_ROW_TRANSPOSE  // per target
+#if HWY_TARGET == HWY_AVX2
+#define GS_ROW_TRANSPOSE 1
+// out[i] lane j = rows[j][i], for i, j < 8.
+HWY_INLINE void TransposeRows(hn::Full256<float>, const float* const* rows,
+                              hn::Vec256<float>* out) {
+  __m256 r[8], t[8], u[8];
+  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(rows[j]);
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+    t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+  }
+  for (int j = 0; j < 8; j += 4) {
+    u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+    u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xEE);
+    u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+    u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    out[i].raw = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    out[i + 4].raw = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+// out[i] lane j = rows[j][i], for i, j < 4.
+HWY_INLINE void TransposeRows(hn::Full256<double>, const double* const* rows,
+                              hn::Vec256<double>* out) {
+  __m256d r[4], t[4];
+  for (int j = 0; j < 4; ++j) r[j] = _mm256_loadu_pd(rows[j]);
+  t[0] = _mm256_unpacklo_pd(r[0], r[1]);
+  t[1] = _mm256_unpackhi_pd(r[0], r[1]);
+  t[2] = _mm256_unpacklo_pd(r[2], r[3]);
+  t[3] = _mm256_unpackhi_pd(r[2], r[3]);
+  out[0].raw = _mm256_permute2f128_pd(t[0], t[2], 0x20);
+  out[1].raw = _mm256_permute2f128_pd(t[1], t[3], 0x20);
+  out[2].raw = _mm256_permute2f128_pd(t[0], t[2], 0x31);
+  out[3].raw = _mm256_permute2f128_pd(t[1], t[3], 0x31);
+}
+#else
+template <class DF>
+HWY_INLINE void TransposeRows(DF df, const hn::TFromD<DF>* const* rows, hn::Vec<DF>* out) {
+  constexpr size_t kN = kMaxLanes<DF>;
+  const size_t N = hn::Lanes(df);
+  alignas(64) hn::TFromD<DF> buf[kN][kN];
+  for (size_t j = 0; j < N; ++j)
+    for (size_t i = 0; i < N; ++i) buf[i][j] = rows[j][i];
+  for (size_t i = 0; i < N; ++i) out[i] = hn::Load(df, buf[i]);
+}
+#endif
+
+// A row of `count` (<= N) channels at p; lanes beyond count are 0.
+template <class DF, class S>
+HWY_INLINE hn::Vec<DF> LoadRow(DF df, const S* p, size_t count) {
+  return LoadPoints(df, p, 1, count);
+}
+template <class DF, class S>
+HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, S* p, size_t count) {
+  StorePoints(df, v, p, 1, count);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Taps of a vector of points.
+
+// The taps of one axis for every lane (the vector form of math::AxisTaps). `pos` is the tap's
+// input index as T, 0 where the tap is outside the input.
+template <class DF, int NT>
+struct AxisLanes {
+  Lanes<DF> w[NT], dw[NT], pos[NT];
+  LaneMask<DF> ok[NT];
+  Lanes<DF> mult;
+};
+
+// math::axis_taps on a vector of points, from the same lane-generic functions. Returns the lanes
+// whose point samples something.
+template <class DF, int NT>
+HWY_INLINE LaneMask<DF> AxisTapsV(Lanes<DF> g, int64_t s, Padding padding, bool align,
+                                  AxisLanes<DF, NT>* ax) {
+  using L = Lanes<DF>;
+  const L size(s);
+  const L zero(0);
+  if constexpr (NT == 4) {
+    L m;
+    const L u0 = unnormalize(g, s, align, &m);
+    const auto ok = coord_ok(u0);
+    const L x0 = lane_floor(where(ok, u0, zero));
+    cubic_weights(u0 - x0, ax->w, ax->dw);
+    ax->mult = m;
+    for (int k = 0; k < 4; ++k) {
+      // x0 + (k - 1): the integer tap rounded once to T, as cpu:ref's T(int64 tap).
+      L t = x0 + L(k - 1);
+      if (padding != Padding::Zeros) {
+        L unused;
+        t = pad_coord(t, s, padding, align, &unused);
+      }
+      ax->ok[k] = (t >= zero) & (t < size);
+      ax->pos[k] = where(ax->ok[k], t, zero);
+    }
+    return ok;
+  } else {
+    L u;
+    const auto ok = linear_coord(g, s, padding, align, &u, &ax->mult);
+    const L uc = where(ok, u, zero);
+    if constexpr (NT == 1) {
+      const L r = lane_nearbyint(uc);
+      ax->ok[0] = (r >= zero) & (r < size);
+      ax->pos[0] = where(ax->ok[0], r, zero);
+      ax->w[0] = L(1);
+      ax->dw[0] = zero;
+    } else {
+      const L x0 = lane_floor(uc);
+      linear_weights(u, x0, ax->w);
+      ax->dw[0] = L(-1);
+      ax->dw[1] = L(1);
+      for (int k = 0; k < 2; ++k) {
+        const L t = x0 + L(k);
+        ax->ok[k] = (t >= zero) & (t < size);
+        ax->pos[k] = where(ax->ok[k], t, zero);
+      }
+    }
+    return ok;
+  }
+}
+
+template <int NT, int D>
+constexpr int kTapCount = NT*(D >= 2 ? NT : 1) * (D >= 3 ? NT : 1);
+
+// Per tap t and lane: the offset (in the strides given to BuildTaps), whether the tap is read
+// (all-ones) and its weight; with gridGrad, the weight derivative per axis and the multipliers.
+template <class DF, int D, int NT>
+struct TapTable {
+  static constexpr int kTaps = kTapCount<NT, D>;
+  static constexpr size_t kN = kMaxLanes<DF>;
+  using T = hn::TFromD<DF>;
+  using TI = hn::TFromD<DIOf<DF>>;
+  alignas(64) TI off[kTaps][kN];
+  alignas(64) TI valid[kTaps][kN];
+  alignas(64) T w[kTaps][kN];
+  alignas(64) T wg[D][kTaps][kN];
+  alignas(64) T mult[D][kN];
+  alignas(64) TI point_ok[kN];
+  // Along the outermost axis alone: each tap's index, and whether it is valid there (the point's
+  // outermost coordinate samples and the index is inside the input) -- for NOTE [ Slabs ].
+  alignas(64) T zpos[NT][kN];
+  alignas(64) TI zvalid[NT][kN];
+};
+
+// The tap's index along an axis times that axis's stride, exactly: int32 products for float
+// lanes (fast.cpp checks the extents fit), double products (below 2^52) for double lanes.
+template <class DF>
+HWY_INLINE hn::Vec<DIOf<DF>> AxisOffset(DF, Lanes<DF> pos, int64_t stride) {
+  const DIOf<DF> di;
+  if constexpr (sizeof(hn::TFromD<DF>) == 4) {
+    return hn::Mul(hn::ConvertTo(di, pos.v), hn::Set(di, static_cast<int32_t>(stride)));
+  } else {
+    return hn::ConvertTo(di, hn::Mul(pos.v, hn::Set(DF(), static_cast<double>(stride))));
+  }
+}
+
+// Fills `tab` for the `count` points whose grid components are g (axis order). Offsets use the
+// strides `sp`.
+template <class DF, int D, int NT>
+HWY_INLINE void BuildTaps(const Args& a, const Lanes<DF> g[D], size_t count, const int64_t* sp,
+                          bool want_wg, TapTable<DF, D, NT>* tab) {
+  using L = Lanes<DF>;
+  using M = LaneMask<DF>;
+  const DF df;
+  const DIOf<DF> di;
+  const Problem& p = *a.p;
+  AxisLanes<DF, NT> ax[D];
+  const M active{hn::FirstN(df, count)};
+  M pv = active;
+  for (int d = D - 1; d >= 0; --d) {
+    const M ok = AxisTapsV<DF, NT>(g[d], a.size[d], p.padding, p.align_corners, &ax[d]);
+    pv = pv & ok;
+    if (d == D - 1) {
+      for (int k = 0; k < NT; ++k) {
+        hn::Store(ax[d].pos[k].v, df, tab->zpos[k]);
+        hn::Store(hn::BitCast(di, hn::VecFromMask(df, (active & ok & ax[d].ok[k]).m)), di,
+                  tab->zvalid[k]);
+      }
+    }
+  }
+
+  hn::Vec<DIOf<DF>> offs[D][NT];
+  for (int d = 0; d < D; ++d)
+    for (int k = 0; k < NT; ++k) offs[d][k] = AxisOffset(df, ax[d].pos[k], sp[d]);
+
+  for (int t = 0; t < kTapCount<NT, D>; ++t) {
+    int k[D];
+    for (int d = 0, r = t; d < D; ++d, r /= NT) k[d] = r % NT;
+    // math::PointTaps::weight and weight_grad: the same products in the same order.
+    L w = ax[0].w[k[0]];
+    M v = pv & ax[0].ok[k[0]];
+    auto off = offs[0][k[0]];
+    for (int d = 1; d < D; ++d) {
+      w = w * ax[d].w[k[d]];
+      v = v & ax[d].ok[k[d]];
+      off = hn::Add(off, offs[d][k[d]]);
+    }
+    hn::Store(w.v, df, tab->w[t]);
+    hn::Store(off, di, tab->off[t]);
+    hn::Store(hn::BitCast(di, hn::VecFromMask(df, v.m)), di, tab->valid[t]);
+    if (want_wg) {
+      for (int axis = 0; axis < D; ++axis) {
+        L wg = axis == 0 ? ax[0].dw[k[0]] : ax[0].w[k[0]];
+        for (int d = 1; d < D; ++d) wg = wg * (d == axis ? ax[d].dw[k[d]] : ax[d].w[k[d]]);
+        hn::Store(wg.v, df, tab->wg[axis][t]);
+      }
+    }
+  }
+  if (want_wg)
+    for (int d = 0; d < D; ++d) hn::Store(ax[d].mult.v, df, tab->mult[d]);
+  hn::Store(hn::BitCast(di, hn::VecFromMask(df, pv.m)), di, tab->point_ok);
+}
+
+template <class DF, class Table>
+HWY_INLINE hn::Mask<DF> ValidMask(DF df, const Table& tab, int t) {
+  return hn::MaskFromVec(hn::BitCast(df, hn::Load(DIOf<DF>(), tab.valid[t])));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Iteration over output points.
+
+// Calls f(o, count, grid_off, feat_off, gg_off) for consecutive vectors of at most N points
+// (the first is point o) covering [o0, o1) of one batch item; offsets are in elements relative to
+// the item.
+template <class F>
+HWY_INLINE void ForEachVector(const Args& a, int64_t o0, int64_t o1, size_t N, F&& f) {
+  int64_t o = o0;
+  while (o < o1) {
+    const int64_t r = o / a.row_len;
+    const int64_t col0 = o - r * a.row_len;
+    const int64_t col1 = std::min(a.row_len, col0 + (o1 - o));
+    int64_t gb = 0, fb = 0, ggb = 0;
+    for (int64_t i = a.nouter - 1, rem = r; i >= 0; --i) {
+      const int64_t idx = rem % a.outer_size[i];
+      rem /= a.outer_size[i];
+      gb += idx * a.outer_grid[i];
+      fb += idx * a.outer_feat[i];
+      ggb += idx * a.outer_gg[i];
+    }
+    for (int64_t c = col0; c < col1; c += int64_t(N)) {
+      const size_t count = size_t(std::min<int64_t>(int64_t(N), col1 - c));
+      f(o + (c - col0), count, gb + c * a.inner_grid, fb + c * a.inner_feat, ggb + c * a.inner_gg);
+    }
+    o += col1 - col0;
+  }
+}
+
+// Loads the grid components of `count` points at grid + off (axis order: x first).
+template <class DF, class S, int D>
+HWY_INLINE void LoadGrid(DF df, const Args& a, const S* grid, int64_t off, size_t count,
+                         Lanes<DF> g[D]) {
+  const int64_t k = a.p->grid.stride[D + 1];
+  if constexpr (std::is_same_v<S, hn::TFromD<DF>>) {
+    if (count == hn::Lanes(df) && k == 1 && a.inner_grid == D) {  // packed (x, y[, z]) triples
+      if constexpr (D == 3) {
+        hn::Vec<DF> x, y, z;
+        hn::LoadInterleaved3(df, grid + off, x, y, z);
+        g[0] = x;
+        g[1] = y;
+        g[2] = z;
+      } else {
+        hn::Vec<DF> x, y;
+        hn::LoadInterleaved2(df, grid + off, x, y);
+        g[0] = x;
+        g[1] = y;
+      }
+      return;
+    }
+  }
+  for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, grid + off + d * k, a.inner_grid, count);
+}
+
+template <class S>
+const S* Ptr(const View& v, int64_t off) {
+  return reinterpret_cast<const S*>(v.data) + off;
+}
+template <class S>
+S* MutPtr(const View& v, int64_t off) {
+  return reinterpret_cast<S*>(v.data) + off;
+}
+
+// Calls f(z, y) for the rows of a slab [z0, z1) of the outermost input dim (y = 0 in 2D).
+template <int D, class F>
+HWY_INLINE void ForEachSlabRow(const Args& a, int64_t z0, int64_t z1, F&& f) {
+  const int64_t mid = D == 3 ? a.size[1] : 1;
+  for (int64_t z = z0; z < z1; ++z)
+    for (int64_t y = 0; y < mid; ++y) f(z, y);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pack: the input (and gradOutput) as channel rows (NOTE [ Channel rows ]).
+
+// NOTE [ Plane blocks ]: channel planes of power-of-two size lie at addresses that fall into the
+// same cache sets; reading a few elements from each of many planes in turn evicts lines before
+// they are used up. The transposition from planes to rows therefore reads kBlock points (whole
+// cache lines) of kBlockC planes at a time into a stack tile.
+constexpr int64_t kBlock = 64;
+constexpr int64_t kBlockC = 16;
+
+// For points j < cnt: rows(j, f) calls f(T* row) for each destination row of point j; row[c] (for
+// c < C) receives plane c's element j: src[c * sc + j * sx], converted to T.
+template <class DF, class S, class Rows>
+HWY_INLINE void PlanesToRows(DF df, const S* src, int64_t sx, int64_t sc, size_t cnt, int64_t C,
+                             Rows rows) {
+  using T = hn::TFromD<DF>;
+  const size_t N = hn::Lanes(df);
+  alignas(64) T tile[kBlockC][kBlock];  // [channel][point]
+  const auto across = LaneOffsets(df, kBlock);
+  for (int64_t c0 = 0; c0 < C; c0 += kBlockC) {
+    const int64_t cc = std::min(kBlockC, C - c0);
+    for (int64_t c = 0; c < cc; ++c)
+      for (size_t v = 0; v < cnt; v += N)
+        hn::Store(LoadPoints(df, src + (c0 + c) * sc + int64_t(v) * sx, sx, std::min(N, cnt - v)),
+                  df, &tile[c][v]);
+#if defined(GS_ROW_TRANSPOSE)
+    const T* block[kMaxLanes<DF>];
+    hn::Vec<DF> out[kMaxLanes<DF>];
+    for (size_t v = 0; v < cnt; v += N) {
+      const size_t vn = std::min(N, cnt - v);
+      int64_t c = 0;
+      for (; c + int64_t(N) <= cc; c += int64_t(N)) {
+        for (size_t i = 0; i < N; ++i) block[i] = &tile[c + int64_t(i)][v];
+        TransposeRows(df, block, out);
+        for (size_t j = 0; j < vn; ++j)
+          rows(v + j, [&](T* row) HWY_ATTR { hn::StoreU(out[j], df, row + c0 + c); });
+      }
+      for (size_t j = 0; j < vn && c < cc; ++j)
+        rows(v + j, [&](T* row) HWY_ATTR {
+          for (int64_t ct = c; ct < cc; ++ct) row[c0 + ct] = tile[ct][v + j];
+        });
+    }
+    (void)across;
+#else
+    for (size_t j = 0; j < cnt; ++j)
+      rows(j, [&](T* row) HWY_ATTR {
+        int64_t c = 0;
+        for (; c + int64_t(N) <= cc; c += int64_t(N))
+          hn::StoreU(hn::GatherIndex(df, &tile[c][j], across), df, row + c0 + c);
+        for (; c < cc; ++c) row[c0 + c] = tile[c][j];
+      });
+#endif
+  }
+}
+
+template <class S, int D>
+void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
+  using DF = DFOf<S>;
+  using T = TOf<S>;
+  const DF df;
+  const Problem& p = *a.p;
+  const View& v = p.input;
+  const S* src = Ptr<S>(v, n * v.stride[0]);
+  T* dst = reinterpret_cast<T*>(const_cast<char*>(a.in)) + n * a.in_n;
+  const int64_t C = p.C, W = a.size[0];
+  const int64_t sx = v.stride[2 + D - 1], sc = v.stride[1];
+  for (int64_t q = p0; q < p1;) {
+    const int64_t r = q / W, x0 = q - r * W;
+    const int64_t run = std::min(W - x0, p1 - q);
+    int64_t off = 0, rem = r;
+    for (int d = 1; d < D; ++d) {
+      off += (rem % a.size[d]) * v.stride[2 + D - 1 - d];
+      rem /= a.size[d];
+    }
+    for (int64_t x = x0; x < x0 + run; x += kBlock) {
+      const size_t cnt = size_t(std::min(kBlock, x0 + run - x));
+      T* d0 = dst + (r * W + x) * C;
+      PlanesToRows(df, src + off + x * sx, sx, sc, cnt, C,
+                   [&](size_t j, auto&& f) HWY_ATTR { f(d0 + int64_t(j) * C); });
+    }
+    q += run;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward. SI: the element type of Args::in (S, or T when packed).
+
+template <class S, class SI, int D, int NT>
+void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
+  using DF = DFOf<S>;
+  using T = TOf<S>;
+  const DF df;
+  const DIOf<DF> di;
+  const size_t N = hn::Lanes(df);
+  const Problem& p = *a.p;
+  const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
+  const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
+  S* out = MutPtr<S>(p.out, n * p.out.stride[0]);
+  const bool out_rows = p.out.stride[1] == 1;
+  constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+  alignas(64) T tile[kMaxLanes<DF>][kChunk] = {};  // [point][channel]
+  const auto down = LaneOffsets(df, kChunk);
+  // Grids that jump around the input make every tap a cache miss: the taps of a vector of
+  // points are computed kAhead vectors before it is processed, and its input lines prefetched.
+  constexpr int kAhead = 2;
+  struct Pending {
+    TapTable<DF, D, NT> tab;
+    size_t count;
+    int64_t fo;
+  } ring[kAhead + 1];
+  int64_t issued = 0, done = 0;
+  const int64_t row_bytes = (a.rows_fwd ? p.C : 1) * int64_t(sizeof(SI));
+  auto process = [&](const Pending& q) HWY_ATTR {
+    const TapTable<DF, D, NT>& tab = q.tab;
+    const size_t count = q.count;
+    const int64_t fo = q.fo;
+    if (!a.rows_fwd) {
+      for (int64_t c = 0; c < p.C; ++c) {
+        const SI* in_c = in + c * a.in_c;
+        auto acc = hn::Zero(df);
+        for (int t = 0; t < kTaps; ++t) {
+          const auto v = GatherInput(df, in_c, hn::Load(di, tab.off[t]));
+          const auto sum = hn::Add(acc, hn::Mul(hn::Load(df, tab.w[t]), v));
+          acc = hn::IfThenElse(ValidMask(df, tab, t), sum, acc);
+        }
+        StorePoints(df, acc, out + c * p.out.stride[1] + fo, a.inner_feat, count);
+      }
+      return;
+    }
+    for (int64_t c0 = 0; c0 < p.C; c0 += kChunk) {
+      const int64_t cc = std::min(kChunk, p.C - c0);
+      for (size_t j = 0; j < count; ++j) {
+        for (int64_t c = 0; c < cc; c += int64_t(N)) {
+          const size_t cn = size_t(std::min<int64_t>(int64_t(N), cc - c));
+          auto acc = hn::Zero(df);
+          for (int t = 0; t < kTaps; ++t) {
+            if (tab.valid[t][j] == 0) continue;
+            const auto v = LoadRow(df, in + tab.off[t][j] + c0 + c, cn);
+            acc = hn::Add(acc, hn::Mul(hn::Set(df, tab.w[t][j]), v));
+          }
+          if (out_rows)
+            StoreRow(df, acc, out + fo + int64_t(j) * a.inner_feat + c0 + c, cn);
+          else
+            hn::StoreU(acc, df, &tile[j][c]);
+        }
+      }
+      if (out_rows) continue;
+      int64_t c = 0;
+#if defined(GS_ROW_TRANSPOSE)
+      const T* block[kMaxLanes<DF>];
+      hn::Vec<DF> chan[kMaxLanes<DF>];
+      for (; c + int64_t(N) <= cc; c += int64_t(N)) {
+        for (size_t j = 0; j < N; ++j) block[j] = &tile[j][c];
+        TransposeRows(df, block, chan);
+        for (size_t i = 0; i < N; ++i)
+          StorePoints(df, chan[i], out + (c0 + c + int64_t(i)) * p.out.stride[1] + fo, a.inner_feat,
+                      count);
+      }
+#endif
+      for (; c < cc; ++c)
+        StorePoints(df, hn::GatherIndex(df, &tile[0][c], down),
+                    out + (c0 + c) * p.out.stride[1] + fo, a.inner_feat, count);
+    }
+  };
+  ForEachVector(a, o0, o1, N, [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t) HWY_ATTR {
+    Pending& q = ring[issued % (kAhead + 1)];
+    Lanes<DF> g[D];
+    LoadGrid<DF, S, D>(df, a, grid, go, count, g);
+    BuildTaps<DF, D, NT>(a, g, count, a.in_sp, false, &q.tab);
+    q.count = count;
+    q.fo = fo;
+    // Every tap's row (an invalid tap's offset is 0: harmless); for single elements only the
+    // first tap along x, whose neighbour shares its cache line but for 1 in 16.
+    const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;
+    for (int t = 0; t < kTaps; t += tap_step)
+      for (size_t j = 0; j < count; ++j) {
+        const char* row = reinterpret_cast<const char*>(in + q.tab.off[t][j]);
+        for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b);
+      }
+    ++issued;
+    if (issued - done > kAhead) process(ring[done++ % (kAhead + 1)]);
+  });
+  while (done < issued) process(ring[done++ % (kAhead + 1)]);
+}
+
+template <class S, int D, int NT>
+void Forward(const Args& a, int64_t n, int64_t o0, int64_t o1) {
+  if (a.in_packed)
+    ForwardImpl<S, TOf<S>, D, NT>(a, n, o0, o1);
+  else
+    ForwardImpl<S, S, D, NT>(a, n, o0, o1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward: binning and slabs (NOTE [ Slabs ] in fast.cpp).
+
+// Zeroes the accumulator region of channels [c0, c1) and outermost index [z0, z1).
+template <class T, int D>
+void ZeroRegion(const Args& a, T* acc, int64_t c0, int64_t c1, int64_t z0, int64_t z1) {
+  const int64_t W = a.size[0];
+  const int64_t sz = a.acc_sp[D - 1], sy = D == 3 ? a.acc_sp[1] : 0;
+  if (a.rows_acc) {
+    if (a.acc_in_workspace && c1 - c0 == a.p->C) {  // the slab is one contiguous block
+      // Plain vector stores rather than memset, whose large-size path may bypass the caches:
+      // the slab is about to be updated at random.
+      const hn::ScalableTag<T> d;
+      T* p = acc + z0 * sz;
+      const int64_t len = (z1 - z0) * sz, step = int64_t(hn::Lanes(d));
+      int64_t i = 0;
+      for (; i + step <= len; i += step) hn::StoreU(hn::Zero(d), d, p + i);
+      for (; i < len; ++i) p[i] = T(0);
+      return;
+    }
+    ForEachSlabRow<D>(a, z0, z1, [&](int64_t z, int64_t y) {
+      T* row = acc + z * sz + y * sy;
+      for (int64_t x = 0; x < W; ++x) std::fill_n(row + x * a.acc_sp[0] + c0, c1 - c0, T(0));
+    });
+    return;
+  }
+  for (int64_t c = c0; c < c1; ++c)
+    ForEachSlabRow<D>(a, z0, z1, [&](int64_t z, int64_t y) {
+      T* row = acc + c * a.acc_c + z * sz + y * sy;
+      if (a.acc_sp[0] == 1) {
+        std::fill_n(row, W, T(0));
+      } else {
+        for (int64_t x = 0; x < W; ++x) row[x * a.acc_sp[0]] = T(0);
+      }
+    });
+}
+
+// Copies the workspace accumulator's region into the inputGrad view, rounding 16-bit types once
+// (SPEC §4.7).
+template <class S, int D>
+void Unpack(const Args& a, int64_t n, const TOf<S>* acc, int64_t c0, int64_t c1, int64_t z0,
+            int64_t z1) {
+  using DF = DFOf<S>;
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const View& ig = a.p->input_grad;
+  S* base = MutPtr<S>(ig, n * ig.stride[0]);
+  const int64_t W = a.size[0];
+  const int64_t ix = ig.stride[2 + D - 1], iz = ig.stride[2], iy = D == 3 ? ig.stride[3] : 0;
+  const int64_t sz = a.acc_sp[D - 1], sy = D == 3 ? a.acc_sp[1] : 0, sx = a.acc_sp[0];
+  // One input row at a time (all its channels), so that rows of channels are read from L1.
+  ForEachSlabRow<D>(a, z0, z1, [&](int64_t z, int64_t y) {
+    int64_t c_done = c0;
+#if defined(GS_ROW_TRANSPOSE)
+    if (a.acc_c == 1) {  // rows: whole N x N blocks by transposes
+      const TOf<S>* src = acc + z * sz + y * sy;
+      S* dst = base + z * iz + y * iy;
+      const TOf<S>* block[kMaxLanes<DF>];
+      hn::Vec<DF> chan[kMaxLanes<DF>];
+      for (; c_done + int64_t(N) <= c1; c_done += int64_t(N)) {
+        int64_t x = 0;
+        for (; x + int64_t(N) <= W; x += int64_t(N)) {
+          for (size_t j = 0; j < N; ++j) block[j] = src + (x + int64_t(j)) * sx + c_done;
+          TransposeRows(df, block, chan);
+          for (size_t i = 0; i < N; ++i)
+            StorePoints(df, chan[i], dst + (c_done + int64_t(i)) * ig.stride[1] + x * ix, ix, N);
+        }
+        for (int64_t c = c_done; c < c_done + int64_t(N) && x < W; ++c)
+          StorePoints(df, LoadPoints(df, src + c + x * sx, sx, size_t(W - x)),
+                      dst + c * ig.stride[1] + x * ix, ix, size_t(W - x));
+      }
+    }
+#endif
+    for (int64_t c = c_done; c < c1; ++c) {
+      const TOf<S>* src = acc + c * a.acc_c + z * sz + y * sy;
+      S* dst = base + c * ig.stride[1] + z * iz + y * iy;
+      for (int64_t x = 0; x < W; x += int64_t(N)) {
+        const size_t cnt = size_t(std::min<int64_t>(int64_t(N), W - x));
+        StorePoints(df, LoadPoints(df, src + x * sx, sx, cnt), dst + x * ix, ix, cnt);
+      }
+    }
+  });
+}
+
+// The offsets of output point o of one item in the grid, feature and gridGrad views.
+HWY_INLINE void PointOffsets(const Args& a, int64_t o, int64_t* g, int64_t* f, int64_t* gg) {
+  if (a.nouter == 0) {  // one row: no division
+    *g = o * a.inner_grid;
+    *f = o * a.inner_feat;
+    *gg = o * a.inner_gg;
+    return;
+  }
+  const int64_t r = o / a.row_len, col = o - r * a.row_len;
+  int64_t gb = col * a.inner_grid, fb = col * a.inner_feat, ggb = col * a.inner_gg;
+  for (int64_t i = a.nouter - 1, rem = r; i >= 0; --i) {
+    const int64_t idx = rem % a.outer_size[i];
+    rem /= a.outer_size[i];
+    gb += idx * a.outer_grid[i];
+    fb += idx * a.outer_feat[i];
+    ggb += idx * a.outer_gg[i];
+  }
+  *g = gb;
+  *f = fb;
+  *gg = ggb;
+}
+
+// base[off[i]] for lanes i < count, as T; other lanes 0.
+template <class DF, class S>
+HWY_INLINE hn::Vec<DF> LoadAt(DF df, const S* base, const int64_t* off, size_t count) {
+  if constexpr (k16<S>) {
+    alignas(64) S buf[kMaxLanes<DF>] = {};
+    for (size_t i = 0; i < count; ++i) buf[i] = base[off[i]];
+    return Promote16(df, buf);
+  } else {
+    alignas(64) hn::TFromD<DF> buf[kMaxLanes<DF>] = {};
+    for (size_t i = 0; i < count; ++i) buf[i] = base[off[i]];
+    return hn::Load(df, buf);
+  }
+}
+
+// The outermost-axis taps of a vector of points, per lane: index and validity (as in TapTable).
+template <class DF, int NT>
+struct OuterTaps {
+  alignas(64) hn::TFromD<DF> zpos[NT][kMaxLanes<DF>];
+  alignas(64) TIOf<DF> zvalid[NT][kMaxLanes<DF>];
+};
+
+template <class DF, int D, int NT>
+HWY_INLINE void ComputeOuterTaps(DF df, const Args& a, Lanes<DF> g, OuterTaps<DF, NT>* z) {
+  const DIOf<DF> di;
+  AxisLanes<DF, NT> ax;
+  const auto pv = AxisTapsV<DF, NT>(g, a.size[D - 1], a.p->padding, a.p->align_corners, &ax);
+  for (int k = 0; k < NT; ++k) {
+    hn::Store(ax.pos[k].v, df, z->zpos[k]);
+    hn::Store(hn::BitCast(di, hn::VecFromMask(df, (pv & ax.ok[k]).m)), di, z->zvalid[k]);
+  }
+}
+
+// The slabs lane j's point touches, home first (NOTE [ Slabs ]): the slab of each valid tap along
+// the outermost axis, in tap order, without repeats; slab 0 alone when none is valid. Z is an
+// OuterTaps or a TapTable (the same fields, filled by the same math).
+template <int NT, class Z>
+HWY_INLINE int SlabsOf(const Z& z, size_t j, int shift, int64_t out[NT]) {
+  int m = 0;
+  for (int k = 0; k < NT; ++k) {
+    if (z.zvalid[k][j] == 0) continue;
+    const int64_t s = int64_t(z.zpos[k][j]) >> shift;
+    bool seen = false;
+    for (int i = 0; i < m; ++i) seen = seen || out[i] == s;
+    if (!seen) out[m++] = s;
+  }
+  if (m == 0) out[m++] = 0;
+  return m;
+}
+
+template <class S, int D, int NT>
+void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
+  using DF = DFOf<S>;
+  using T = TOf<S>;
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const Problem& p = *a.p;
+  const int64_t C = p.C, E = a.entry, os1 = p.out.stride[1];
+  const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
+  const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+  int32_t* pos = a.bin_pos + (n * a.bin_chunks + chunk) * a.slabs;
+  int32_t* list = a.lists + n * a.list_cap;
+  T* gpay = reinterpret_cast<T*>(a.payload) + n * a.list_cap * E;  // [D][list_cap]
+  T* gorows = gpay + D * a.list_cap;                               // [list_cap][C]
+  if (!fill) std::fill_n(pos, a.slabs, 0);
+  const int64_t o0 = chunk * a.bin_chunk, o1 = std::min(a.points, o0 + a.bin_chunk);
+  OuterTaps<DF, NT> z;
+  alignas(64) T gbuf[D][kMaxLanes<DF>] = {};
+  int64_t slots[kBlock][NT];
+  int nslots[kBlock];
+  // Blocks of kBlock points (NOTE [ Plane blocks ]), each handled kMaxLanes at a time.
+  ForEachVector(a, o0, o1, size_t(kBlock),
+                [&](int64_t o, size_t cnt, int64_t go, int64_t fo, int64_t) HWY_ATTR {
+                  for (size_t v = 0; v < cnt; v += N) {
+                    const size_t count = std::min(N, cnt - v);
+                    Lanes<DF> g[D];
+                    LoadGrid<DF, S, D>(df, a, grid, go + int64_t(v) * a.inner_grid, count, g);
+                    ComputeOuterTaps<DF, D, NT>(df, a, g[D - 1], &z);
+                    if (fill)
+                      for (int d = 0; d < D; ++d) hn::Store(g[d].v, df, gbuf[d]);
+                    for (size_t j = 0; j < count; ++j) {
+                      int64_t sl[NT];
+                      const int m = SlabsOf<NT>(z, j, a.slab_shift, sl);
+                      if (!fill) {
+                        for (int i = 0; i < m; ++i) ++pos[sl[i]];
+                        continue;
+                      }
+                      nslots[v + j] = m;
+                      for (int i = 0; i < m; ++i) {
+                        const int64_t slot = pos[sl[i]]++;
+                        slots[v + j][i] = slot;
+                        // The point, or its complement where this slab is not its home.
+                        const int32_t pt = int32_t(o + int64_t(v + j));
+                        list[slot] = i == 0 ? pt : ~pt;
+                        for (int d = 0; d < D; ++d) gpay[d * a.list_cap + slot] = gbuf[d][j];
+                      }
+                    }
+                  }
+                  if (!fill) return;
+                  // gradOutput of the block's points into their entries' rows.
+                  auto each_row = [&](size_t j, auto&& f) HWY_ATTR {
+                    for (int i = 0; i < nslots[j]; ++i) f(gorows + slots[j][i] * C);
+                  };
+                  if (os1 == 1) {  // already rows: copy
+                    for (size_t j = 0; j < cnt; ++j) {
+                      const S* row = gout + fo + int64_t(j) * a.inner_feat;
+                      each_row(j, [&](T* dst) HWY_ATTR {
+                        for (int64_t c = 0; c < C; c += int64_t(N)) {
+                          const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
+                          StoreRow(df, LoadRow(df, row + c, cn), dst + c, cn);
+                        }
+                      });
+                    }
+                  } else {
+                    PlanesToRows(df, gout + fo, a.inner_feat, os1, cnt, C, each_row);
+                  }
+                });
+}
+
+// gridGrad sums of the lanes of `tab` over all channels, in cpu:ref's order: channels, then taps,
+// then axes, (v * wg) * go per term. go(c) gives channel c of gradOutput for the lanes; go_row(j)
+// lane j's row of gradOutput when gradOutput is in rows (else null).
+template <class DF, class SI, int D, int NT, class GoLanes, class GoRow>
+HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<DF, D, NT>& tab,
+                             GoLanes go, GoRow go_row, hn::Vec<DF> gacc[D]) {
+  constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+  const DIOf<DF> di;
+  const int64_t C = a.p->C;
+  for (int d = 0; d < D; ++d) gacc[d] = hn::Zero(df);
+  auto accumulate = [&](hn::Vec<DF> v, hn::Vec<DF> gov, int t) HWY_ATTR {
+    const auto m = ValidMask(df, tab, t);
+    for (int d = 0; d < D; ++d) {
+      const auto term = hn::Mul(hn::Mul(v, hn::Load(df, tab.wg[d][t])), gov);
+      gacc[d] = hn::IfThenElse(m, hn::Add(gacc[d], term), gacc[d]);
+    }
+  };
+  int64_t c = 0;
+#if defined(GS_ROW_TRANSPOSE)
+  using T = hn::TFromD<DF>;
+  if constexpr (std::is_same_v<SI, T>) {
+    constexpr size_t kN = kMaxLanes<DF>;
+    if (a.in_c == 1 && go_row(0) != nullptr) {
+      alignas(64) T vbuf[kTaps][kN][kN];
+      alignas(64) T gbuf[kN][kN];
+      const T* rows[kN];
+      hn::Vec<DF> blk[kN];
+      for (; c + int64_t(kN) <= C; c += int64_t(kN)) {
+        for (int t = 0; t < kTaps; ++t) {
+          for (size_t j = 0; j < kN; ++j) rows[j] = in + tab.off[t][j] + c;
+          TransposeRows(df, rows, blk);
+          for (size_t i = 0; i < kN; ++i) hn::Store(blk[i], df, vbuf[t][i]);
+        }
+        for (size_t j = 0; j < kN; ++j) rows[j] = go_row(j) + c;
+        TransposeRows(df, rows, blk);
+        for (size_t i = 0; i < kN; ++i) hn::Store(blk[i], df, gbuf[i]);
+        for (size_t i = 0; i < kN; ++i) {
+          const auto gov = hn::Load(df, gbuf[i]);
+          for (int t = 0; t < kTaps; ++t) accumulate(hn::Load(df, vbuf[t][i]), gov, t);
+        }
+      }
+    }
+  }
+#else
+  (void)go_row;
+#endif
+  for (; c < C; ++c) {
+    const SI* in_c = in + c * a.in_c;
+    const auto gov = go(c);
+    for (int t = 0; t < kTaps; ++t)
+      accumulate(GatherInput(df, in_c, hn::Load(di, tab.off[t])), gov, t);
+  }
+}
+
+// Backward for one slab. SI: the element type of Args::in.
+template <class S, class SI, int D, int NT>
+void SlabImpl(const Args& a, int64_t n, int64_t s) {
+  using DF = DFOf<S>;
+  using T = TOf<S>;
+  using TI = TIOf<DF>;
+  using Table = TapTable<DF, D, NT>;
+  const DF df;
+  const DIOf<DF> di;
+  const size_t N = hn::Lanes(df);
+  const Problem& p = *a.p;
+  const int64_t C = p.C;
+  const int64_t z0 = s * a.slab_len, z1 = std::min(a.size[D - 1], z0 + a.slab_len);
+  const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
+  S* gg = p.want_grid_grad ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
+  const int64_t ggk = p.want_grid_grad ? p.grid_grad.stride[D + 1] : 0;
+  T* acc = p.want_input_grad ? reinterpret_cast<T*>(a.acc) + n * a.acc_n : nullptr;
+  if (acc != nullptr) ZeroRegion<T, D>(a, acc, 0, C, z0, z1);
+  bool same_sp = true;
+  for (int d = 0; d < D; ++d) same_sp = same_sp && a.in_sp[d] == a.acc_sp[d];
+  const bool separate_acc_table = acc != nullptr && (gg == nullptr || !same_sp);
+
+  const int32_t* list = a.lists + n * a.list_cap;
+  const T* gpay = reinterpret_cast<const T*>(a.payload) + n * a.list_cap * a.entry;
+  const T* gorows = gpay + D * a.list_cap;
+  const int64_t e0 = a.slab_begin[n * (a.slabs + 1) + s];
+  const int64_t e1 = a.slab_begin[n * (a.slabs + 1) + s + 1];
+  constexpr int kTaps = Table::kTaps;
+  constexpr int kZStride = kTaps / NT;  // taps per outermost-axis tap
+  const int64_t acc_row_bytes = (a.rows_acc ? C : 1) * int64_t(sizeof(T));
+  const int64_t in_row_bytes = (a.in_c == 1 ? C : 1) * int64_t(sizeof(SI));
+
+  // NOTE [ Slab pipeline ]: the taps of a vector of listed points are computed kAhead vectors
+  // before the vector is processed, and the accumulator rows it will update are prefetched, so
+  // that the updates (scattered over a slab too big for L2) do not wait on memory.
+  constexpr int kAhead = 2;
+  struct Stage {
+    Table tab, tab_acc;
+    alignas(64) TI inside[kTaps][kMaxLanes<DF>];  // the tap is valid and inside the slab
+    int64_t e;
+    size_t count;
+  };
+  std::vector<Stage> ring(kAhead + 1);
+  alignas(64) T res[D][kMaxLanes<DF>];
+  alignas(64) T gos[kMaxLanes<DF>];
+
+  auto prepare = [&](Stage& q, int64_t e) HWY_ATTR {
+    q.e = e;
+    q.count = size_t(std::min<int64_t>(int64_t(N), e1 - e));
+    if (gg != nullptr)  // gridGrad is written at scattered points: fetch their lines early
+      for (size_t j = 0; j < q.count; ++j) {
+        const int32_t o = list[e + int64_t(j)];
+        if (o < 0) continue;
+        int64_t go, fo, ggo;
+        PointOffsets(a, o, &go, &fo, &ggo);
+        __builtin_prefetch(gg + ggo, 1);
+      }
+    Lanes<DF> g[D];
+    for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, gpay + d * a.list_cap + e, 1, q.count);
+    if (gg != nullptr) {
+      BuildTaps<DF, D, NT>(a, g, q.count, a.in_sp, NT != 1, &q.tab);
+      // The input rows of the home points' taps (read for gridGrad).
+      if (NT != 1)
+        for (size_t j = 0; j < q.count; ++j) {
+          if (list[e + int64_t(j)] < 0) continue;
+          for (int t = 0; t < kTaps; ++t) {
+            const char* row = reinterpret_cast<const char*>(in + q.tab.off[t][j]);
+            for (int64_t b = 0; b < in_row_bytes; b += 64) __builtin_prefetch(row + b);
+          }
+        }
+    }
+    if (acc == nullptr) return;
+    if (separate_acc_table) BuildTaps<DF, D, NT>(a, g, q.count, a.acc_sp, false, &q.tab_acc);
+    const Table& st = separate_acc_table ? q.tab_acc : q.tab;
+    const Lanes<DF> lo(z0), hi(z1);
+    LaneMask<DF> zin[NT];
+    for (int k = 0; k < NT; ++k) {
+      const Lanes<DF> z(hn::Load(df, st.zpos[k]));
+      zin[k] = (z >= lo) & (z < hi);
+    }
+    for (int t = 0; t < kTaps; ++t) {
+      const auto m = hn::And(ValidMask(df, st, t), zin[t / kZStride].m);
+      hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, q.inside[t]);
+      for (size_t j = 0; j < q.count; ++j) {
+        if (q.inside[t][j] == 0) continue;
+        const char* row = reinterpret_cast<const char*>(acc + st.off[t][j]);
+        for (int64_t b = 0; b < acc_row_bytes; b += 64) __builtin_prefetch(row + b, 1);
+      }
+    }
+  };
+
+  auto process = [&](const Stage& q) HWY_ATTR {
+    const int64_t e = q.e;
+    const size_t count = q.count;
+    const T* rows = gorows + e * C;  // lane j's gradOutput row: rows + j * C
+    auto row_of = [&](size_t j) HWY_ATTR { return rows + int64_t(j < count ? j : 0) * C; };
+    if (gg != nullptr) {
+      // gridGrad of the points whose home is this slab; 0 for nearest (SPEC §4.4).
+      const Table& tab = q.tab;
+      bool any_home = false;
+      bool home[kMaxLanes<DF>];
+      for (size_t j = 0; j < count; ++j) {
+        home[j] = list[e + int64_t(j)] >= 0;
+        any_home = any_home || home[j];
+      }
+      if (any_home) {
+        if constexpr (NT == 1) {
+          for (int d = 0; d < D; ++d) hn::Store(hn::Zero(df), df, res[d]);
+        } else {
+          hn::Vec<DF> gacc[D];
+          GridGradSums<DF, SI, D, NT>(
+              df, a, in, tab,
+              [&](int64_t c) HWY_ATTR { return LoadPoints(df, rows + c, C, count); },
+              [&](size_t j) HWY_ATTR { return row_of(j); }, gacc);
+          const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, tab.point_ok)));
+          for (int d = 0; d < D; ++d)
+            hn::Store(hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, tab.mult[d]), gacc[d])), df,
+                      res[d]);
+        }
+        for (size_t j = 0; j < count; ++j) {
+          if (!home[j]) continue;
+          int64_t go, fo, ggo;
+          PointOffsets(a, list[e + int64_t(j)], &go, &fo, &ggo);  // home: not complemented
+          for (int d = 0; d < D; ++d) gg[ggo + d * ggk] = Elem<S>::store(res[d][j]);
+        }
+      }
+    }
+    if (acc == nullptr) return;
+    const Table& st = separate_acc_table ? q.tab_acc : q.tab;
+    if (!a.rows_acc) {
+      // Per channel; points in list (increasing) order, each point's taps in cpu:ref's order.
+      for (int64_t c = 0; c < C; ++c) {
+        for (size_t j = 0; j < count; ++j) gos[j] = rows[int64_t(j) * C + c];
+        T* acc_c = acc + c * a.acc_c;
+        for (size_t j = 0; j < count; ++j) {
+          const T gj = gos[j];
+          for (int t = 0; t < kTaps; ++t)
+            if (q.inside[t][j] != 0) acc_c[st.off[t][j]] += st.w[t][j] * gj;
+        }
+      }
+      return;
+    }
+    // Rows: each point adds w * (its row of gradOutput) to the rows at its taps.
+    for (size_t j = 0; j < count; ++j) {
+      const T* grow = rows + int64_t(j) * C;
+      for (int t = 0; t < kTaps; ++t) {
+        if (q.inside[t][j] == 0) continue;
+        T* row = acc + st.off[t][j];
+        const auto w = hn::Set(df, st.w[t][j]);
+        for (int64_t c = 0; c < C; c += int64_t(N)) {
+          const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
+          const auto gv = hn::Mul(w, LoadRow(df, grow + c, cn));
+          StoreRow(df, hn::Add(LoadRow(df, row + c, cn), gv), row + c, cn);
+        }
+      }
+    }
+  };
+
+  int64_t issued = 0, done = 0;
+  for (int64_t e = e0; e < e1; e += int64_t(N)) {
+    prepare(ring[size_t(issued % (kAhead + 1))], e);
+    ++issued;
+    if (issued - done > kAhead) process(ring[size_t(done++ % (kAhead + 1))]);
+  }
+  while (done < issued) process(ring[size_t(done++ % (kAhead + 1))]);
+  if (acc != nullptr && a.acc_in_workspace) Unpack<S, D>(a, n, acc, 0, C, z0, z1);
+}
+
+template <class S, int D, int NT>
+void Slab(const Args& a, int64_t n, int64_t s) {
+  if (a.in_packed)
+    SlabImpl<S, TOf<S>, D, NT>(a, n, s);
+  else
+    SlabImpl<S, S, D, NT>(a, n, s);
+}
+
+template <class S, int D, int NT>
+Kernels Make() {
+  return {&Pack<S, D>, &Forward<S, D, NT>, &Bin<S, D, NT>, &Slab<S, D, NT>,
+          hwy::TargetName(HWY_TARGET)};
+}
+
+template <class S, int D>
+Kernels ByInterp(Interp interp) {
+  switch (interp) {
+    case Interp::Nearest:
+      return Make<S, D, 1>();
+    case Interp::Bicubic:
+      return Make<S, D, 4>();
+    case Interp::Bilinear:
+    default:
+      return Make<S, D, 2>();
+  }
+}
+
+}  // namespace
+
+Kernels SelectKernels(DType dtype, int nd, Interp interp) {
+  return dispatch_dtype(dtype, [&](auto s) HWY_ATTR {
+    using S = decltype(s);
+    return nd == 3 ? ByInterp<S, 3>(interp) : ByInterp<S, 2>(interp);
+  });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace gridsample::cpu::fast
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gridsample::cpu::fast {
+
+HWY_EXPORT(SelectKernels);
+
+Kernels select_kernels(DType dtype, int nd, Interp interp) {
+  return HWY_DYNAMIC_DISPATCH(SelectKernels)(dtype, nd, interp);
+}
+
+}  // namespace gridsample::cpu::fast
+#endif  // HWY_ONCE

@@ -1,0 +1,84 @@
+// cpu:fast -- the interface between the work split (fast.cpp, target-independent, OpenMP) and the
+// SIMD kernels (fast_kernels.cpp, compiled once per instruction set by Highway).
+//
+// A kernel call does one unit of work and shares no written memory with any other call of the
+// same phase: a range of input or output points of one batch item (packing, forward, binning),
+// or one slab of one batch item (backward). So the result of a call does not depend on which
+// thread runs it or on how the work was cut (NOTE [ Fast determinism ] in fast.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "core/problem.h"
+
+namespace gridsample::cpu::fast {
+
+// The geometry of one run, derived once from the Problem. Spatial arrays are in the math layer's
+// axis order (axis 0 = x = innermost input dim W). Strides are in elements.
+struct Args {
+  const Problem* p = nullptr;
+  int64_t size[kMaxSpatial] = {};  // input size along each axis
+
+  // NOTE [ Channel rows ]: the input as the kernels read it: the input view, or its copy in the
+  // workspace as rows of C channels ([N, spatial, C], in the compute type) when `in_packed`.
+  const char* in = nullptr;
+  int64_t in_n = 0, in_c = 0;
+  int64_t in_sp[kMaxSpatial] = {};
+  bool in_packed = false;
+
+  // The inputGrad accumulator: the inputGrad view itself, or a buffer of the compute type in the
+  // workspace when `acc_in_workspace` (NOTE [ Fast inputGrad ] in fast.cpp).
+  char* acc = nullptr;
+  int64_t acc_n = 0, acc_c = 0;
+  int64_t acc_sp[kMaxSpatial] = {};
+  bool acc_in_workspace = false;
+
+  // Which inner loops run (NOTE [ Fast kernel layouts ] in fast_kernels.cpp).
+  bool rows_fwd = false;  // forward over channel rows of `in`
+  bool rows_acc = false;  // inputGrad over channel rows of `acc`
+
+  // Backward: output points binned by slab of the outermost input dim (NOTE [ Slabs ] in
+  // fast.cpp). Slab s covers outermost indices [s * slab_len, (s + 1) * slab_len).
+  int64_t slab_len = 1, slabs = 1;        // per item
+  int slab_shift = 0;                     // slab_len = 2^slab_shift
+  int64_t bin_chunk = 1, bin_chunks = 0;  // output points per binning call; calls per item
+  int32_t* bin_pos = nullptr;             // [N, bin_chunks, slabs]: counts, then list positions
+  int64_t* slab_begin = nullptr;          // [N, slabs + 1]: where each slab's list starts
+  int32_t* lists = nullptr;  // [N, list_cap]: per slab, its output points in increasing order
+  int64_t list_cap = 0;
+  // Per list entry, the point's grid values (D) and gradOutput (C), in the compute type:
+  // [N, list_cap, entry], so that a slab reads its points' data in sequence.
+  char* payload = nullptr;
+  int64_t entry = 0;
+
+  // Output points of one batch item, flattened over the output spatial dims, are visited as rows:
+  // `row_len` consecutive points whose grid, feature (out or gradOutput) and gridGrad offsets are
+  // linear in the point index (dims merged where all three views allow), and up to two outer dims.
+  int64_t points = 0;                                    // output points per batch item
+  int64_t row_len = 1;                                   // points per row
+  int64_t inner_grid = 0, inner_feat = 0, inner_gg = 0;  // strides along a row
+  int nouter = 0;
+  int64_t outer_size[kMaxSpatial] = {};
+  int64_t outer_grid[kMaxSpatial] = {}, outer_feat[kMaxSpatial] = {}, outer_gg[kMaxSpatial] = {};
+};
+
+struct Kernels {
+  // Copies input points [p0, p1) (flat over the input spatial dims, x fastest) of batch item n
+  // into the channel rows at Args::in.
+  void (*pack)(const Args& a, int64_t n, int64_t p0, int64_t p1);
+  // out for output points [o0, o1) of batch item n, all channels.
+  void (*forward)(const Args& a, int64_t n, int64_t o0, int64_t o1);
+  // Binning of the output points of chunk `chunk` of item n: counts per slab into bin_pos, or
+  // (fill) appends each point, with its payload, to the lists of the slabs it touches.
+  void (*bin)(const Args& a, int64_t n, int64_t chunk, bool fill);
+  // Backward for slab s of item n: gridGrad of the points whose home is s, and the inputGrad
+  // region of the slab (zeroed, then every listed point's taps inside the slab in list order,
+  // then copied or rounded into inputGrad if the accumulator is in the workspace).
+  void (*slab)(const Args& a, int64_t n, int64_t s);
+  const char* target;  // the instruction set these kernels were compiled for
+};
+
+// The kernels for (dtype, nd, interp), for the best instruction set of this CPU.
+Kernels select_kernels(DType dtype, int nd, Interp interp);
+
+}  // namespace gridsample::cpu::fast

@@ -1,0 +1,336 @@
+// cpu:fast against cpu:ref, chosen with GRIDSAMPLE_IMPL (NOTE [ Forcing an implementation ]),
+// once per SIMD target this CPU can run (the Highway way: every compiled path that the host
+// supports is tested), and the determinism of cpu:fast across thread counts and runs.
+//
+// Sweeps: 2D/3D x interpolation x padding x alignCorners (one test each), and inside each test
+// every dtype x {channel-first, channel-last} x {contiguous, padded strides with offsets and a
+// broadcast input} x two shapes with odd sizes. Grids reach past the borders and include exact
+// corners, ties for nearest, NaN, +-Inf and huge values.
+//
+// Expected agreement (NOTE [ Fast kernel layouts ] in src/cpu/fast_kernels.cpp): every output
+// bit-identical to cpu:ref (NaN matching NaN), in every layout, dtype and SIMD target.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "support.h"
+
+using namespace gstest;
+
+namespace {
+
+const char* const kInterp[] = {"bilinear", "nearest", "bicubic"};
+const char* const kPadding[] = {"zeros", "border", "reflection"};
+const aclDataType kDtypes[] = {ACL_FLOAT, ACL_DOUBLE, ACL_FLOAT16, ACL_BF16};
+
+const char* dtype_tag(aclDataType t) {
+  switch (t) {
+    case ACL_FLOAT16:
+      return "f16";
+    case ACL_BF16:
+      return "bf16";
+    case ACL_DOUBLE:
+      return "f64";
+    default:
+      return "f32";
+  }
+}
+
+// Sets GRIDSAMPLE_IMPL for the lifetime of the object.
+class ForceImpl {
+ public:
+  explicit ForceImpl(const char* name) { setenv("GRIDSAMPLE_IMPL", name, 1); }
+  ~ForceImpl() { unsetenv("GRIDSAMPLE_IMPL"); }
+  ForceImpl(const ForceImpl&) = delete;
+  ForceImpl& operator=(const ForceImpl&) = delete;
+};
+
+// The SIMD targets to test: those this CPU supports among the ones the library compiles
+// (HWY_TARGETS here sees the library's HWY_DISABLED_TARGETS, set for both in CMake).
+std::vector<int64_t> targets() {
+  std::vector<int64_t> t;
+  const int64_t supported = hwy::SupportedTargets();
+  for (int64_t bit = 1; bit != 0 && bit <= HWY_SCALAR; bit <<= 1)
+    if ((bit & HWY_TARGETS & supported) != 0) t.push_back(bit);
+  return t;
+}
+
+// Runs f once per target, with dispatch restricted to that target.
+void for_each_target(const std::function<void(const std::string&)>& f) {
+  for (int64_t t : targets()) {
+    hwy::SetSupportedTargetsForTest(t);
+    f(hwy::TargetName(t));
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+struct Case {
+  int nd = 3;
+  int64_t N = 1, C = 1;
+  std::vector<int64_t> in, out;  // spatial sizes, outermost first
+  Modes m;
+  aclDataType dt = ACL_FLOAT;
+  bool channel_last = false;
+  bool strided = false;
+  uint64_t seed = 1;
+
+  std::string name() const {
+    std::string s = std::to_string(nd) + "d_n" + std::to_string(N) + "c" + std::to_string(C) + "_i";
+    for (size_t i = 0; i < in.size(); ++i) s += (i ? "x" : "") + std::to_string(in[i]);
+    s += "_o";
+    for (size_t i = 0; i < out.size(); ++i) s += (i ? "x" : "") + std::to_string(out[i]);
+    s += std::string("_") + kInterp[m.interp] + "_" + kPadding[m.padding] + "_ac" +
+         (m.align ? "1" : "0") + "_" + dtype_tag(dt) + (channel_last ? "_cl" : "_cf") +
+         (strided ? "_strided" : "");
+    return s + " seed " + std::to_string(seed);
+  }
+  // View dims of a feature tensor with `sp` spatial sizes.
+  std::vector<int64_t> feature(const std::vector<int64_t>& sp) const {
+    std::vector<int64_t> d = {N};
+    if (!channel_last) d.push_back(C);
+    d.insert(d.end(), sp.begin(), sp.end());
+    if (channel_last) d.push_back(C);
+    return d;
+  }
+  std::vector<int64_t> grid() const {
+    std::vector<int64_t> d = {N};
+    d.insert(d.end(), out.begin(), out.end());
+    d.push_back(nd);
+    return d;
+  }
+  aclFormat format() const {
+    if (channel_last) return nd == 3 ? ACL_FORMAT_NDHWC : ACL_FORMAT_NHWC;
+    return nd == 3 ? ACL_FORMAT_NCDHW : ACL_FORMAT_NCHW;
+  }
+};
+
+// A tensor of the given view dims: contiguous, or with every dim padded and an offset; with
+// `broadcast`, the batch dim of a strided view gets stride 0 (inputs only).
+HostTensor make(const Case& c, const std::vector<int64_t>& dims, aclFormat f, int salt,
+                bool broadcast = false) {
+  if (!c.strided) return HostTensor(dims, c.dt, f);
+  std::vector<int64_t> st(dims.size());
+  int64_t s = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    st[i] = s;
+    s *= dims[i] + 1 + int64_t((i + size_t(salt)) % 2);
+  }
+  if (broadcast) st[0] = 0;
+  return HostTensor::strided(dims, st, 3 + salt, c.dt, f);
+}
+
+struct Inputs {
+  HostTensor x, g, go;
+};
+
+// Standard-ish random data; grid values past the borders, plus special values at fixed places.
+Inputs make_inputs(const Case& c) {
+  std::mt19937_64 rng(c.seed);
+  Inputs in{make(c, c.feature(c.in), c.format(), 0, /*broadcast=*/c.N > 1 && c.seed % 3 == 0),
+            make(c, c.grid(), ACL_FORMAT_ND, 1), make(c, c.feature(c.out), c.format(), 2)};
+  auto fill = [&](HostTensor& t, double lo, double hi) {
+    auto v = uniform(rng, t.numel(), lo, hi);
+    for (double& e : v) e = round_to(c.dt, e);
+    t.set_values(v);
+  };
+  fill(in.x, -2, 2);
+  fill(in.g, -1.15, 1.15);
+  fill(in.go, -2, 2);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {-1,           1,   0,    0.25, -0.5, 0.5,
+                            std::nan(""), inf, -inf, 1e30, -3e9, 1.0 / 3};
+  const int64_t n = in.g.numel();
+  for (int64_t i = 0, k = 0; i < n; i += 7, ++k)
+    if (k % 2 == 0) in.g.set(i, round_to(c.dt, special[size_t(k / 2) % std::size(special)]));
+  return in;
+}
+
+struct Outputs {
+  std::vector<double> out, ig, gg;
+};
+
+// Runs forward and backward with one implementation; outputs start as a canary so that an
+// element left unwritten shows up.
+Outputs run(const Case& c, const Inputs& in, const char* impl) {
+  ForceImpl force(impl);
+  Outputs r;
+  HostTensor out = make(c, c.feature(c.out), c.format(), 3);
+  HostTensor ig = make(c, c.feature(c.in), c.format(), 4);
+  HostTensor gg = make(c, c.grid(), ACL_FORMAT_ND, 5);
+  for (HostTensor* t : {&out, &ig, &gg}) t->fill(1234.5);
+  EXPECT_EQ(forward(in.x, in.g, out, c.m), ACLNN_SUCCESS)
+      << impl << " " << c.name() << ": " << aclGetRecentErrMsg();
+  EXPECT_EQ(backward(in.go, in.x, in.g, &ig, &gg, c.m), ACLNN_SUCCESS)
+      << impl << " " << c.name() << ": " << aclGetRecentErrMsg();
+  r.out = out.values();
+  r.ig = ig.values();
+  r.gg = gg.values();
+  return r;
+}
+
+// Bit-identical, NaN matching NaN; reports the first difference.
+::testing::AssertionResult same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << "sizes differ";
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (std::memcmp(&a[i], &b[i], sizeof(double)) != 0)
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << a[i] << " vs " << b[i] << " (of " << a.size() << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+void check_case(const Case& c, const std::string& target) {
+  SCOPED_TRACE(c.name() + " target " + target);
+  const Inputs in = make_inputs(c);
+  const Outputs ref = run(c, in, "cpu:ref");
+  const Outputs fast = run(c, in, "cpu:fast");
+  EXPECT_TRUE(same_bits(fast.out, ref.out)) << "out";
+  EXPECT_TRUE(same_bits(fast.ig, ref.ig)) << "inputGrad";
+  EXPECT_TRUE(same_bits(fast.gg, ref.gg)) << "gridGrad";
+}
+
+struct Config {
+  int nd;
+  int64_t interp, padding;
+  bool align;
+};
+
+void PrintTo(const Config& c, std::ostream* os) {
+  *os << c.nd << "d_" << kInterp[c.interp] << "_" << kPadding[c.padding] << "_ac" << c.align;
+}
+
+std::string config_name(const ::testing::TestParamInfo<Config>& i) {
+  return std::to_string(i.param.nd) + "d_" + kInterp[i.param.interp] + "_" +
+         kPadding[i.param.padding] + "_ac" + (i.param.align ? "1" : "0");
+}
+
+std::vector<Config> all_configs() {
+  std::vector<Config> v;
+  for (int nd : {2, 3})
+    for (int64_t i : {0, 1, 2})
+      for (int64_t p : {0, 1, 2})
+        for (bool a : {false, true}) v.push_back({nd, i, p, a});
+  return v;
+}
+
+class FastVsRef : public ::testing::TestWithParam<Config> {};
+
+TEST_P(FastVsRef, Sweep) {
+  const Config& k = GetParam();
+  // Three shapes per dimensionality, sizes from {1, 2, 3, 5, 17}: C = 5 and 17 reach the channel
+  // rows (full and partial vectors), C = 1 and 3 the per-channel loops; 30 to 85 points per
+  // item, binned into 2 to 5 slabs; the last shape samples too few points to pay for the
+  // workspace copy of a channel-first input, which is then read per channel.
+  struct Shape {
+    int64_t N, C;
+    std::vector<int64_t> in, out;
+  };
+  const std::vector<Shape> shapes = k.nd == 2 ? std::vector<Shape>{{2, 5, {5, 17}, {5, 17}},
+                                                                   {1, 3, {3, 2}, {2, 17}},
+                                                                   {1, 5, {17, 17}, {1, 2}}}
+                                              : std::vector<Shape>{{2, 3, {5, 3, 17}, {2, 3, 5}},
+                                                                   {1, 17, {2, 5, 1}, {3, 1, 17}},
+                                                                   {1, 5, {17, 5, 3}, {1, 1, 2}}};
+  uint64_t seed = uint64_t(k.nd * 1000 + k.interp * 100 + k.padding * 10 + k.align);
+  for_each_target([&](const std::string& target) {
+    for (aclDataType dt : kDtypes)
+      for (bool cl : {false, true})
+        for (bool strided : {false, true})
+          for (const Shape& s : shapes) {
+            Case c;
+            c.nd = k.nd;
+            c.N = s.N;
+            c.C = s.C;
+            c.in = s.in;
+            c.out = s.out;
+            c.m = {k.interp, k.padding, k.align};
+            c.dt = dt;
+            c.channel_last = cl;
+            c.strided = strided;
+            c.seed = ++seed;
+            check_case(c, target);
+          }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Fast, FastVsRef, ::testing::ValuesIn(all_configs()), config_name);
+
+// Larger problems, so that every thread gets work, inputGrad is cut into channel regions and
+// slabs, and vectors are full: bit-identical results for 1, 2, 3 and 8 threads and repeated runs,
+// and the same comparison with cpu:ref as above.
+TEST(FastDeterminism, ThreadCounts) {
+#if !defined(_OPENMP)
+  GTEST_SKIP() << "built without OpenMP";
+#else
+  std::vector<Case> cases;
+  auto add = [&](int nd, int64_t N, int64_t C, std::vector<int64_t> in, std::vector<int64_t> out,
+                 Modes m, aclDataType dt, bool cl) {
+    Case c;
+    c.nd = nd;
+    c.N = N;
+    c.C = C;
+    c.in = in;
+    c.out = out;
+    c.m = m;
+    c.dt = dt;
+    c.channel_last = cl;
+    c.seed = 77 + cases.size();
+    cases.push_back(c);
+  };
+  // Each large enough (2^18 tap reads) for cpu:fast to use 8 threads.
+  add(3, 1, 1, {19, 16, 17}, {32, 32, 32}, {0, 0, false}, ACL_FLOAT, false);  // slabs only
+  add(3, 1, 3, {24, 12, 10}, {24, 24, 24}, {0, 2, true}, ACL_BF16, false);    // FLOAT32 acc
+  add(3, 2, 8, {16, 10, 14}, {12, 12, 16}, {0, 2, false}, ACL_FLOAT, true);   // channel rows
+  add(2, 1, 2, {40, 37}, {96, 100}, {2, 1, true}, ACL_DOUBLE, false);         // bicubic
+  add(2, 3, 5, {31, 33}, {128, 150}, {1, 0, false}, ACL_FLOAT16, false);      // nearest, copy
+  const int saved = omp_get_max_threads();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name());
+    const Inputs in = make_inputs(c);
+    omp_set_num_threads(1);
+    const Outputs first = run(c, in, "cpu:fast");
+    for (int threads : {1, 2, 3, 8}) {
+      omp_set_num_threads(threads);
+      for (int rep = 0; rep < 2; ++rep) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + " run " + std::to_string(rep));
+        const Outputs o = run(c, in, "cpu:fast");
+        EXPECT_TRUE(same_bits(o.out, first.out)) << "out";
+        EXPECT_TRUE(same_bits(o.ig, first.ig)) << "inputGrad";
+        EXPECT_TRUE(same_bits(o.gg, first.gg)) << "gridGrad";
+      }
+    }
+    omp_set_num_threads(2);
+    check_case(c, "default");
+  }
+  omp_set_num_threads(saved);
+#endif
+}
+
+// The declared fallback: an input axis beyond the exact range of the vector index math is
+// declined by cpu:fast (with the reason in the error when it is forced) and served by cpu:ref.
+TEST(FastFallback, HugeAxisGoesToReference) {
+  const int64_t W = (int64_t(1) << 22) + 1;
+  HostTensor x({1, 1, 1, W}, ACL_FLOAT), g({1, 1, 2, 2}, ACL_FLOAT), out({1, 1, 1, 2}, ACL_FLOAT);
+  x.fill(2);
+  g.set_values({1, 0, -1, 0});
+  ASSERT_EQ(forward(x, g, out, {0, 1, true}), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+  EXPECT_EQ(out.values(), (std::vector<double>{2, 2}));
+  ForceImpl force("cpu:fast");
+  EXPECT_NE(forward(x, g, out, {0, 1, true}), ACLNN_SUCCESS);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("cpu:fast declined"), std::string::npos)
+      << aclGetRecentErrMsg();
+}
+
+}  // namespace
