@@ -61,8 +61,10 @@ class ForceImpl {
 std::vector<int64_t> targets() {
   std::vector<int64_t> t;
   const int64_t supported = hwy::SupportedTargets();
-  for (int64_t bit = 1; bit != 0 && bit <= HWY_SCALAR; bit <<= 1)
+  for (int i = 0; i < 63; ++i) {
+    const int64_t bit = int64_t(1) << i;
     if ((bit & HWY_TARGETS & supported) != 0) t.push_back(bit);
+  }
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/dtype.h"
 #include "cpu/fast_kernels.h"
 
 #if defined(_OPENMP)
@@ -25,13 +26,13 @@ using fast::Kernels;
 // is written by two kernel calls, and each call computes its elements in an order that does not
 // depend on the work split:
 // - out: a call owns a range of output points; each point is computed alone, taps in order.
-// - backward: the output points of an item are binned by slab of the outermost input dim
+// - gridGrad: as out, a call owns a range of output points, each computed alone.
+// - inputGrad: the output points of an item are binned by slab of the outermost input dim
 //   (NOTE [ Slabs ]); the lists are built by a stable counting sort over fixed chunks of points,
 //   so each slab lists its points in increasing order, whatever the thread count. A slab call
 //   owns the slab's region of inputGrad (all channels): it zeroes it and adds, point by point in
 //   list order, the taps that fall inside it -- so every inputGrad element receives its
-//   contributions in increasing output-point order, the order of cpu:ref. It also owns gridGrad
-//   of the points whose home is the slab, each computed alone.
+//   contributions in increasing output-point order, the order of cpu:ref.
 // No atomics, no per-thread partial sums; threads only change who runs which call.
 
 int max_threads() {
@@ -85,19 +86,22 @@ int taps_per_point(const Problem& p) {
 // grids that jump around the input (the benchmarks' are uniform random), nearly every one of them
 // misses the caches. In rows of C channels ([N, spatial, C]) it is one or a few lines per corner,
 // and the kernels work on whole rows. So with C >= kRowsMinC a channel-first input is copied into
-// the workspace as rows (in the compute type: 16-bit values are widened exactly) when the samples
-// outnumber the input points enough to pay for the copy, and in the backward gradOutput is copied
-// as rows and inputGrad accumulates as rows in the workspace, copied (rounded) into the inputGrad
-// view slab by slab. Channel-last tensors are used in place. These choices depend on the shapes,
-// the dtype and the input's format tag only, so the workspace size does too; a view whose strides
-// do not match its tag still works, on slower loops.
+// the workspace as rows (in the compute type: 16-bit values are widened exactly; 16-bit inputs are
+// copied whatever their layout, since there is no 16-bit gather) when the samples outnumber the
+// input points enough to pay for the copy; in the backward, gradOutput travels as rows with the
+// slab lists (NOTE [ Slabs ]) and inputGrad accumulates as rows in the workspace, copied (rounded)
+// into the inputGrad view slab by slab. Channel-last tensors are used in place. These choices
+// depend on the shapes, the dtype and the input's format tag only, so the workspace size does
+// too; a view whose strides do not match its tag still works, on slower loops.
 constexpr int64_t kRowsMinC = 4;
 
 bool rows_ok(const Problem& p) { return p.C >= kRowsMinC; }
 bool backward_input_grad(const Problem& p) { return p.op == Op::Backward && p.want_input_grad; }
 
 bool pack_input(const Problem& p) {
-  if (!rows_ok(p) || p.channel_last) return false;
+  // Rows for a channel-first input with enough channels; any 16-bit input, which the copy also
+  // widens, so that gathers read FLOAT32 (there is no 16-bit gather).
+  if (!sixteen_bit(p) && (!rows_ok(p) || p.channel_last)) return false;
   if (p.op == Op::Backward && !p.want_grid_grad) return false;  // only gridGrad reads the input
   // The copy streams the input twice (about 2 * C * 4 / 64 cache lines per point, once), while
   // a channel-first read costs C scattered lines: one row read per eight input points pays.
@@ -116,17 +120,16 @@ bool acc_in_workspace(const Problem& p) {
 }
 
 // NOTE [ Slabs ]
-// The backward visits output points slab by slab of the outermost input dim: each slab's working
-// set (its rows of input and of the inputGrad accumulator, about kSlabBytes each) stays in the
-// caches while the points that touch it are processed, instead of every point missing them.
-// A binning pass lists, per slab, the output points with a tap (along the outermost axis) inside
-// it: a point is listed in each slab its taps touch, and its home is the slab of its first valid
-// tap (slab 0 if none), where its gridGrad is computed. With each list entry the binning pass
-// stores the point's grid values and gradOutput (as a row of C channels), so that a slab reads
-// everything about its points in sequence rather than at scattered addresses. Lists hold 32-bit
-// point indices, at most min(taps per axis, slabs) entries per point. The slab length (a power of
-// two, such that there are at least kMinSlabs slabs when the dim is long enough) depends on the
-// shapes and dtype only.
+// inputGrad is computed slab by slab of the outermost input dim: each slab's region of the
+// accumulator (about kSlabBytes) stays in the caches while the points that add to it are
+// processed, instead of every update missing them, and slabs are the unit of deterministic work
+// sharing (NOTE [ Fast determinism ]). A binning pass lists, per slab, the output points with a
+// valid tap (along the outermost axis) inside it, at most min(taps per axis, slabs) entries per
+// point. Each list entry is the point's payload: its grid values and its gradOutput as a row of C
+// channels, so that a slab reads everything about its points in sequence rather than at
+// scattered addresses. The slab length (a power of two, such that there are at least kMinSlabs
+// slabs when the dim is long enough) depends on the shapes and dtype only. gridGrad needs no
+// binning: it is computed in point order, like the forward.
 constexpr int64_t kSlabBytes = int64_t(1) << 20;
 constexpr int64_t kBinChunk = 4096;  // output points per binning call
 constexpr int64_t kMinSlabs = 4;     // when the outermost dim allows: work for several threads
@@ -172,11 +175,10 @@ bool accepts(const Problem& p, std::string* why) {
     *why = "inputGrad offsets exceed the vector index range";
     return false;
   }
-  if (p.op == Op::Backward) {
+  if (backward_input_grad(p)) {
     int64_t payload = 0;  // elements of one item's payload; its offsets are vector offsets too
     const Binning b = binning(p);
-    if (b.list_cap > int64_t(std::numeric_limits<int32_t>::max()) ||
-        __builtin_mul_overflow(b.list_cap, p.nd + p.C, &payload) || payload > max_offset(p.dtype)) {
+    if (__builtin_mul_overflow(b.list_cap, p.nd + p.C, &payload) || payload > max_offset(p.dtype)) {
       *why = "more output points per item than the slab lists hold";
       return false;
     }
@@ -187,7 +189,7 @@ bool accepts(const Problem& p, std::string* why) {
 // The workspace, in order: input rows, inputGrad accumulator, then the binning arrays and the
 // payload (NOTE [ Slabs ]); every part 64-byte aligned.
 struct WorkspaceLayout {
-  uint64_t in = 0, acc = 0, bin_pos = 0, slab_begin = 0, lists = 0, payload = 0, total = 0;
+  uint64_t in = 0, acc = 0, bin_pos = 0, slab_begin = 0, payload = 0, total = 0;
 };
 
 bool layout(const Problem& p, WorkspaceLayout* w) {
@@ -203,11 +205,10 @@ bool layout(const Problem& p, WorkspaceLayout* w) {
   const uint64_t N = uint64_t(p.N), C = uint64_t(p.C), ts = uint64_t(compute_size(p));
   if (pack_input(p) && !part(&w->in, {N, C, uint64_t(p.in_points()), ts})) return false;
   if (acc_in_workspace(p) && !part(&w->acc, {N, C, uint64_t(p.in_points()), ts})) return false;
-  if (p.op == Op::Backward) {
+  if (backward_input_grad(p)) {
     const Binning b = binning(p);
     if (!part(&w->bin_pos, {N, uint64_t(b.chunks), uint64_t(b.slabs), sizeof(int32_t)}) ||
         !part(&w->slab_begin, {N, uint64_t(b.slabs) + 1, sizeof(int64_t)}) ||
-        !part(&w->lists, {N, uint64_t(b.list_cap), sizeof(int32_t)}) ||
         !part(&w->payload, {N, uint64_t(b.list_cap), uint64_t(p.nd) + C, ts}))
       return false;
   }
@@ -306,7 +307,7 @@ Args make_args(const Problem& p, void* ws) {
     }
     a.rows_acc = rows_ok(p) && a.acc_c == 1;
   }
-  if (p.op == Op::Backward) {
+  if (backward_input_grad(p)) {
     const Binning b = binning(p);
     a.slab_len = b.slab_len;
     a.slab_shift = b.slab_shift;
@@ -316,7 +317,6 @@ Args make_args(const Problem& p, void* ws) {
     a.list_cap = b.list_cap;
     a.bin_pos = reinterpret_cast<int32_t*>(base + w.bin_pos);
     a.slab_begin = reinterpret_cast<int64_t*>(base + w.slab_begin);
-    a.lists = reinterpret_cast<int32_t*>(base + w.lists);
     a.payload = base + w.payload;
     a.entry = p.nd + p.C;
   }
@@ -360,52 +360,63 @@ void bin_positions(const Args& a, int64_t n) {
 
 void run(const Problem& p, void* ws) {
   const Args a = make_args(p, ws);
-  const Kernels k = fast::select_kernels(p.dtype, p.nd, p.interp);
+  const Kernels k = dispatch_dtype(
+      p.dtype, [&](auto s) { return fast::select_kernels<decltype(s)>(p.nd, p.interp); });
   const int threads = useful_threads(p);
   const int64_t per_pack =
       ceil_div(std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, p.C)), 64) * 64;
   const int64_t in_packs = a.in_packed ? ceil_div(p.in_points(), per_pack) : 0;
+  const int64_t per_call = points_per_call(p);
+  const int64_t point_calls = ceil_div(a.points, per_call);
+  auto pack = [&](int64_t i) {
+    const int64_t n = i / in_packs, q0 = (i % in_packs) * per_pack;
+    k.pack(a, n, q0, std::min(p.in_points(), q0 + per_pack));
+  };
+  // Call i of the calls over output points: item i / point_calls, a range of its points.
+  auto points = [&](int64_t i, auto kernel) {
+    const int64_t n = i / point_calls, o0 = (i % point_calls) * per_call;
+    kernel(a, n, o0, std::min(a.points, o0 + per_call));
+  };
 
   if (p.op == Op::Forward) {
-    const int64_t per_call = points_per_call(p);
-    const int64_t point_calls = ceil_div(a.points, per_call);
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < p.N * in_packs; ++i) {
-        const int64_t n = i / in_packs, q0 = (i % in_packs) * per_pack;
-        k.pack(a, n, q0, std::min(p.in_points(), q0 + per_pack));
-      }
+      for (int64_t i = 0; i < p.N * in_packs; ++i) pack(i);
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < p.N * point_calls; ++i) {
-        const int64_t n = i / point_calls, o0 = (i % point_calls) * per_call;
-        k.forward(a, n, o0, std::min(a.points, o0 + per_call));
-      }
+      for (int64_t i = 0; i < p.N * point_calls; ++i) points(i, k.forward);
     }
     return;
   }
 
-  // Backward (NOTE [ Slabs ]): the input rows and the counts, positions, lists, then the slabs.
-  const int64_t first = p.N * (in_packs + a.bin_chunks);
+  // Backward: the input rows and the slab counts, the list positions, the lists (NOTE [ Slabs ]),
+  // then gridGrad over points and inputGrad over slabs, which share nothing.
+  const int64_t bins = backward_input_grad(p) ? p.N * a.bin_chunks : 0;
+  const int64_t grid_calls = p.want_grid_grad ? p.N * point_calls : 0;
+  const int64_t slab_calls = backward_input_grad(p) ? p.N * a.slabs : 0;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < first; ++i) {
-      if (i < p.N * in_packs) {
-        const int64_t n = i / in_packs, q0 = (i % in_packs) * per_pack;
-        k.pack(a, n, q0, std::min(p.in_points(), q0 + per_pack));
-      } else {
-        const int64_t j = i - p.N * in_packs;
-        k.bin(a, j / a.bin_chunks, j % a.bin_chunks, false);
-      }
+    for (int64_t i = 0; i < p.N * in_packs + bins; ++i) {
+      if (i < p.N * in_packs)
+        pack(i);
+      else
+        k.bin(a, (i - p.N * in_packs) / a.bin_chunks, (i - p.N * in_packs) % a.bin_chunks, false);
     }
+    if (bins > 0) {
 #pragma omp for schedule(static)
-    for (int64_t n = 0; n < p.N; ++n) bin_positions(a, n);
+      for (int64_t n = 0; n < p.N; ++n) bin_positions(a, n);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < p.N * a.bin_chunks; ++i)
-      k.bin(a, i / a.bin_chunks, i % a.bin_chunks, true);
+      for (int64_t i = 0; i < bins; ++i) k.bin(a, i / a.bin_chunks, i % a.bin_chunks, true);
+    }
+    // Slabs first: they are the longer calls, so the short gridGrad calls balance the end.
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < p.N * a.slabs; ++i) k.slab(a, i / a.slabs, i % a.slabs);
+    for (int64_t i = 0; i < slab_calls + grid_calls; ++i) {
+      if (i < slab_calls)
+        k.slab(a, i / a.slabs, i % a.slabs);
+      else
+        points(i - slab_calls, k.grid_grad);
+    }
   }
 }
 

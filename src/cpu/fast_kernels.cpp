@@ -1,5 +1,6 @@
-// cpu:fast SIMD kernels. Highway compiles this file once per instruction set (foreach_target) and
-// select_kernels() picks the best one for the running CPU.
+// cpu:fast SIMD kernels. CMake compiles this file once per element type (GS_FAST_TYPE, so that the
+// four builds of this long file run in parallel), and Highway compiles each of those once per
+// instruction set (foreach_target); select_kernels<S>() picks the best one for the running CPU.
 //
 // NOTE [ Fast kernel layouts ]
 // Every output is computed with exactly the arithmetic of cpu:ref, in the same order, so results
@@ -26,6 +27,22 @@
 
 #include "core/dtype.h"
 #include "math/grid_math.h"
+
+#if GS_FAST_TYPE == 0
+#define GS_FAST_SELECT SelectFloat
+#define GS_FAST_S float
+#elif GS_FAST_TYPE == 1
+#define GS_FAST_SELECT SelectDouble
+#define GS_FAST_S double
+#elif GS_FAST_TYPE == 2
+#define GS_FAST_SELECT SelectHalf
+#define GS_FAST_S Half
+#elif GS_FAST_TYPE == 3
+#define GS_FAST_SELECT SelectBFloat16
+#define GS_FAST_S BFloat16
+#else
+#error "GS_FAST_TYPE must be 0 (FLOAT), 1 (DOUBLE), 2 (FLOAT16) or 3 (BF16)"
+#endif
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/fast_kernels.cpp"
@@ -337,10 +354,8 @@ struct TapTable {
   alignas(64) T wg[D][kTaps][kN];
   alignas(64) T mult[D][kN];
   alignas(64) TI point_ok[kN];
-  // Along the outermost axis alone: each tap's index, and whether it is valid there (the point's
-  // outermost coordinate samples and the index is inside the input) -- for NOTE [ Slabs ].
+  // Each tap's index along the outermost axis, for NOTE [ Slabs ].
   alignas(64) T zpos[NT][kN];
-  alignas(64) TI zvalid[NT][kN];
 };
 
 // The tap's index along an axis times that axis's stride, exactly: int32 products for float
@@ -366,18 +381,12 @@ HWY_INLINE void BuildTaps(const Args& a, const Lanes<DF> g[D], size_t count, con
   const DIOf<DF> di;
   const Problem& p = *a.p;
   AxisLanes<DF, NT> ax[D];
-  const M active{hn::FirstN(df, count)};
-  M pv = active;
+  M pv{hn::FirstN(df, count)};
   for (int d = D - 1; d >= 0; --d) {
     const M ok = AxisTapsV<DF, NT>(g[d], a.size[d], p.padding, p.align_corners, &ax[d]);
     pv = pv & ok;
-    if (d == D - 1) {
-      for (int k = 0; k < NT; ++k) {
-        hn::Store(ax[d].pos[k].v, df, tab->zpos[k]);
-        hn::Store(hn::BitCast(di, hn::VecFromMask(df, (active & ok & ax[d].ok[k]).m)), di,
-                  tab->zvalid[k]);
-      }
-    }
+    if (d == D - 1)
+      for (int k = 0; k < NT; ++k) hn::Store(ax[d].pos[k].v, df, tab->zpos[k]);
   }
 
   hn::Vec<DIOf<DF>> offs[D][NT];
@@ -765,42 +774,6 @@ void Unpack(const Args& a, int64_t n, const TOf<S>* acc, int64_t c0, int64_t c1,
   });
 }
 
-// The offsets of output point o of one item in the grid, feature and gridGrad views.
-HWY_INLINE void PointOffsets(const Args& a, int64_t o, int64_t* g, int64_t* f, int64_t* gg) {
-  if (a.nouter == 0) {  // one row: no division
-    *g = o * a.inner_grid;
-    *f = o * a.inner_feat;
-    *gg = o * a.inner_gg;
-    return;
-  }
-  const int64_t r = o / a.row_len, col = o - r * a.row_len;
-  int64_t gb = col * a.inner_grid, fb = col * a.inner_feat, ggb = col * a.inner_gg;
-  for (int64_t i = a.nouter - 1, rem = r; i >= 0; --i) {
-    const int64_t idx = rem % a.outer_size[i];
-    rem /= a.outer_size[i];
-    gb += idx * a.outer_grid[i];
-    fb += idx * a.outer_feat[i];
-    ggb += idx * a.outer_gg[i];
-  }
-  *g = gb;
-  *f = fb;
-  *gg = ggb;
-}
-
-// base[off[i]] for lanes i < count, as T; other lanes 0.
-template <class DF, class S>
-HWY_INLINE hn::Vec<DF> LoadAt(DF df, const S* base, const int64_t* off, size_t count) {
-  if constexpr (k16<S>) {
-    alignas(64) S buf[kMaxLanes<DF>] = {};
-    for (size_t i = 0; i < count; ++i) buf[i] = base[off[i]];
-    return Promote16(df, buf);
-  } else {
-    alignas(64) hn::TFromD<DF> buf[kMaxLanes<DF>] = {};
-    for (size_t i = 0; i < count; ++i) buf[i] = base[off[i]];
-    return hn::Load(df, buf);
-  }
-}
-
 // The outermost-axis taps of a vector of points, per lane: index and validity (as in TapTable).
 template <class DF, int NT>
 struct OuterTaps {
@@ -819,9 +792,8 @@ HWY_INLINE void ComputeOuterTaps(DF df, const Args& a, Lanes<DF> g, OuterTaps<DF
   }
 }
 
-// The slabs lane j's point touches, home first (NOTE [ Slabs ]): the slab of each valid tap along
-// the outermost axis, in tap order, without repeats; slab 0 alone when none is valid. Z is an
-// OuterTaps or a TapTable (the same fields, filled by the same math).
+// The slabs lane j's point adds to (NOTE [ Slabs ]): the slab of each valid tap along the
+// outermost axis, in tap order, without repeats; none when no tap is valid.
 template <int NT, class Z>
 HWY_INLINE int SlabsOf(const Z& z, size_t j, int shift, int64_t out[NT]) {
   int m = 0;
@@ -832,7 +804,6 @@ HWY_INLINE int SlabsOf(const Z& z, size_t j, int shift, int64_t out[NT]) {
     for (int i = 0; i < m; ++i) seen = seen || out[i] == s;
     if (!seen) out[m++] = s;
   }
-  if (m == 0) out[m++] = 0;
   return m;
 }
 
@@ -847,7 +818,6 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
   const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
   const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
   int32_t* pos = a.bin_pos + (n * a.bin_chunks + chunk) * a.slabs;
-  int32_t* list = a.lists + n * a.list_cap;
   T* gpay = reinterpret_cast<T*>(a.payload) + n * a.list_cap * E;  // [D][list_cap]
   T* gorows = gpay + D * a.list_cap;                               // [list_cap][C]
   if (!fill) std::fill_n(pos, a.slabs, 0);
@@ -858,7 +828,7 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
   int nslots[kBlock];
   // Blocks of kBlock points (NOTE [ Plane blocks ]), each handled kMaxLanes at a time.
   ForEachVector(a, o0, o1, size_t(kBlock),
-                [&](int64_t o, size_t cnt, int64_t go, int64_t fo, int64_t) HWY_ATTR {
+                [&](int64_t, size_t cnt, int64_t go, int64_t fo, int64_t) HWY_ATTR {
                   for (size_t v = 0; v < cnt; v += N) {
                     const size_t count = std::min(N, cnt - v);
                     Lanes<DF> g[D];
@@ -877,9 +847,6 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
                       for (int i = 0; i < m; ++i) {
                         const int64_t slot = pos[sl[i]]++;
                         slots[v + j][i] = slot;
-                        // The point, or its complement where this slab is not its home.
-                        const int32_t pt = int32_t(o + int64_t(v + j));
-                        list[slot] = i == 0 ? pt : ~pt;
                         for (int d = 0; d < D; ++d) gpay[d * a.list_cap + slot] = gbuf[d][j];
                       }
                     }
@@ -907,7 +874,7 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
 
 // gridGrad sums of the lanes of `tab` over all channels, in cpu:ref's order: channels, then taps,
 // then axes, (v * wg) * go per term. go(c) gives channel c of gradOutput for the lanes; go_row(j)
-// lane j's row of gradOutput when gradOutput is in rows (else null).
+// lane j's row of gradOutput when gradOutput is in rows of the compute type (else null).
 template <class DF, class SI, int D, int NT, class GoLanes, class GoRow>
 HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<DF, D, NT>& tab,
                              GoLanes go, GoRow go_row, hn::Vec<DF> gacc[D]) {
@@ -927,24 +894,25 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   using T = hn::TFromD<DF>;
   if constexpr (std::is_same_v<SI, T>) {
     constexpr size_t kN = kMaxLanes<DF>;
-    if (a.in_c == 1 && go_row(0) != nullptr) {
+    if (a.in_c == 1) {
+      const bool go_rows = go_row(0) != nullptr;
       alignas(64) T vbuf[kTaps][kN][kN];
-      alignas(64) T gbuf[kN][kN];
       const T* rows[kN];
-      hn::Vec<DF> blk[kN];
+      hn::Vec<DF> blk[kN], gov[kN];
       for (; c + int64_t(kN) <= C; c += int64_t(kN)) {
         for (int t = 0; t < kTaps; ++t) {
           for (size_t j = 0; j < kN; ++j) rows[j] = in + tab.off[t][j] + c;
           TransposeRows(df, rows, blk);
           for (size_t i = 0; i < kN; ++i) hn::Store(blk[i], df, vbuf[t][i]);
         }
-        for (size_t j = 0; j < kN; ++j) rows[j] = go_row(j) + c;
-        TransposeRows(df, rows, blk);
-        for (size_t i = 0; i < kN; ++i) hn::Store(blk[i], df, gbuf[i]);
-        for (size_t i = 0; i < kN; ++i) {
-          const auto gov = hn::Load(df, gbuf[i]);
-          for (int t = 0; t < kTaps; ++t) accumulate(hn::Load(df, vbuf[t][i]), gov, t);
+        if (go_rows) {
+          for (size_t j = 0; j < kN; ++j) rows[j] = go_row(j) + c;
+          TransposeRows(df, rows, gov);
+        } else {
+          for (size_t i = 0; i < kN; ++i) gov[i] = go(c + int64_t(i));
         }
+        for (size_t i = 0; i < kN; ++i)
+          for (int t = 0; t < kTaps; ++t) accumulate(hn::Load(df, vbuf[t][i]), gov[i], t);
       }
     }
   }
@@ -959,29 +927,102 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   }
 }
 
-// Backward for one slab. SI: the element type of Args::in.
+// gridGrad of output points [o0, o1) of item n, in point order, each point computed alone with
+// cpu:ref's arithmetic (GridGradSums); 0 for nearest (SPEC §4.4). SI: the element type of
+// Args::in. Like the forward, the taps of a vector of points are computed kAhead vectors ahead and
+// their input rows prefetched.
 template <class S, class SI, int D, int NT>
-void SlabImpl(const Args& a, int64_t n, int64_t s) {
+void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   using DF = DFOf<S>;
   using T = TOf<S>;
-  using TI = TIOf<DF>;
-  using Table = TapTable<DF, D, NT>;
   const DF df;
   const DIOf<DF> di;
   const size_t N = hn::Lanes(df);
   const Problem& p = *a.p;
-  const int64_t C = p.C;
-  const int64_t z0 = s * a.slab_len, z1 = std::min(a.size[D - 1], z0 + a.slab_len);
-  const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
-  S* gg = p.want_grid_grad ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
-  const int64_t ggk = p.want_grid_grad ? p.grid_grad.stride[D + 1] : 0;
-  T* acc = p.want_input_grad ? reinterpret_cast<T*>(a.acc) + n * a.acc_n : nullptr;
-  if (acc != nullptr) ZeroRegion<T, D>(a, acc, 0, C, z0, z1);
-  bool same_sp = true;
-  for (int d = 0; d < D; ++d) same_sp = same_sp && a.in_sp[d] == a.acc_sp[d];
-  const bool separate_acc_table = acc != nullptr && (gg == nullptr || !same_sp);
+  S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
+  const int64_t ggk = p.grid_grad.stride[D + 1];
+  if constexpr (NT == 1) {
+    ForEachVector(a, o0, o1, N, [&](int64_t, size_t count, int64_t, int64_t, int64_t ggo) HWY_ATTR {
+      for (int d = 0; d < D; ++d)
+        StorePoints(df, hn::Zero(df), gg + ggo + d * ggk, a.inner_gg, count);
+    });
+  } else {
+    const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
+    const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
+    const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+    const int64_t os1 = p.out.stride[1];
+    constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+    constexpr int kAhead = 2;
+    struct Pending {
+      TapTable<DF, D, NT> tab;
+      size_t count;
+      int64_t fo, ggo;
+    } ring[kAhead + 1];
+    int64_t issued = 0, done = 0;
+    const int64_t row_bytes = (a.in_c == 1 ? p.C : 1) * int64_t(sizeof(SI));
+    auto process = [&](const Pending& q) HWY_ATTR {
+      const size_t count = q.count;
+      const S* go = gout + q.fo;
+      hn::Vec<DF> gacc[D];
+      GridGradSums<DF, SI, D, NT>(
+          df, a, in, q.tab,
+          [&](int64_t c) HWY_ATTR { return LoadPoints(df, go + c * os1, a.inner_feat, count); },
+          [&](size_t j) HWY_ATTR -> const T* {
+            if constexpr (std::is_same_v<S, T>) {
+              if (os1 == 1) return go + int64_t(j < count ? j : 0) * a.inner_feat;
+            }
+            return nullptr;
+          },
+          gacc);
+      const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
+      for (int d = 0; d < D; ++d)
+        StorePoints(df, hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d])),
+                    gg + q.ggo + d * ggk, a.inner_gg, count);
+    };
+    ForEachVector(a, o0, o1, N,
+                  [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
+                    Pending& q = ring[issued % (kAhead + 1)];
+                    Lanes<DF> g[D];
+                    LoadGrid<DF, S, D>(df, a, grid, go, count, g);
+                    BuildTaps<DF, D, NT>(a, g, count, a.in_sp, true, &q.tab);
+                    q.count = count;
+                    q.fo = fo;
+                    q.ggo = ggo;
+                    const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;  // as in the forward
+                    for (int t = 0; t < kTaps; t += tap_step)
+                      for (size_t j = 0; j < count; ++j) {
+                        const char* row = reinterpret_cast<const char*>(in + q.tab.off[t][j]);
+                        for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b);
+                      }
+                    ++issued;
+                    if (issued - done > kAhead) process(ring[done++ % (kAhead + 1)]);
+                  });
+    while (done < issued) process(ring[done++ % (kAhead + 1)]);
+  }
+}
 
-  const int32_t* list = a.lists + n * a.list_cap;
+template <class S, int D, int NT>
+void GridGrad(const Args& a, int64_t n, int64_t o0, int64_t o1) {
+  if (a.in_packed)
+    GridGradImpl<S, TOf<S>, D, NT>(a, n, o0, o1);
+  else
+    GridGradImpl<S, S, D, NT>(a, n, o0, o1);
+}
+
+// inputGrad for slab s of item n (NOTE [ Slabs ] in fast.cpp).
+template <class S, int D, int NT>
+void Slab(const Args& a, int64_t n, int64_t s) {
+  using DF = DFOf<S>;
+  using T = TOf<S>;
+  using Table = TapTable<DF, D, NT>;
+  const DF df;
+  const DIOf<DF> di;
+  const size_t N = hn::Lanes(df);
+  const int64_t C = a.p->C;
+  const int64_t z0 = s * a.slab_len, z1 = std::min(a.size[D - 1], z0 + a.slab_len);
+  T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
+  ZeroRegion<T, D>(a, acc, 0, C, z0, z1);
+
   const T* gpay = reinterpret_cast<const T*>(a.payload) + n * a.list_cap * a.entry;
   const T* gorows = gpay + D * a.list_cap;
   const int64_t e0 = a.slab_begin[n * (a.slabs + 1) + s];
@@ -989,112 +1030,56 @@ void SlabImpl(const Args& a, int64_t n, int64_t s) {
   constexpr int kTaps = Table::kTaps;
   constexpr int kZStride = kTaps / NT;  // taps per outermost-axis tap
   const int64_t acc_row_bytes = (a.rows_acc ? C : 1) * int64_t(sizeof(T));
-  const int64_t in_row_bytes = (a.in_c == 1 ? C : 1) * int64_t(sizeof(SI));
+  // Single elements: only the first tap along x, whose neighbour shares its cache line but for 1
+  // in 16 (as in the forward).
+  const int tap_step = acc_row_bytes <= 8 && NT == 2 ? 2 : 1;
 
   // NOTE [ Slab pipeline ]: the taps of a vector of listed points are computed kAhead vectors
   // before the vector is processed, and the accumulator rows it will update are prefetched, so
-  // that the updates (scattered over a slab too big for L2) do not wait on memory.
+  // that the updates (scattered over a slab bigger than L2) do not wait on memory.
   constexpr int kAhead = 2;
   struct Stage {
-    Table tab, tab_acc;
-    alignas(64) TI inside[kTaps][kMaxLanes<DF>];  // the tap is valid and inside the slab
+    Table tab;
+    alignas(64) TIOf<DF> inside[kTaps][kMaxLanes<DF>];  // the tap is valid and inside the slab
     int64_t e;
     size_t count;
   };
   std::vector<Stage> ring(kAhead + 1);
-  alignas(64) T res[D][kMaxLanes<DF>];
-  alignas(64) T gos[kMaxLanes<DF>];
 
   auto prepare = [&](Stage& q, int64_t e) HWY_ATTR {
     q.e = e;
     q.count = size_t(std::min<int64_t>(int64_t(N), e1 - e));
-    if (gg != nullptr)  // gridGrad is written at scattered points: fetch their lines early
-      for (size_t j = 0; j < q.count; ++j) {
-        const int32_t o = list[e + int64_t(j)];
-        if (o < 0) continue;
-        int64_t go, fo, ggo;
-        PointOffsets(a, o, &go, &fo, &ggo);
-        __builtin_prefetch(gg + ggo, 1);
-      }
     Lanes<DF> g[D];
     for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, gpay + d * a.list_cap + e, 1, q.count);
-    if (gg != nullptr) {
-      BuildTaps<DF, D, NT>(a, g, q.count, a.in_sp, NT != 1, &q.tab);
-      // The input rows of the home points' taps (read for gridGrad).
-      if (NT != 1)
-        for (size_t j = 0; j < q.count; ++j) {
-          if (list[e + int64_t(j)] < 0) continue;
-          for (int t = 0; t < kTaps; ++t) {
-            const char* row = reinterpret_cast<const char*>(in + q.tab.off[t][j]);
-            for (int64_t b = 0; b < in_row_bytes; b += 64) __builtin_prefetch(row + b);
-          }
-        }
-    }
-    if (acc == nullptr) return;
-    if (separate_acc_table) BuildTaps<DF, D, NT>(a, g, q.count, a.acc_sp, false, &q.tab_acc);
-    const Table& st = separate_acc_table ? q.tab_acc : q.tab;
+    BuildTaps<DF, D, NT>(a, g, q.count, a.acc_sp, false, &q.tab);
     const Lanes<DF> lo(z0), hi(z1);
     LaneMask<DF> zin[NT];
     for (int k = 0; k < NT; ++k) {
-      const Lanes<DF> z(hn::Load(df, st.zpos[k]));
+      const Lanes<DF> z(hn::Load(df, q.tab.zpos[k]));
       zin[k] = (z >= lo) & (z < hi);
     }
     for (int t = 0; t < kTaps; ++t) {
-      const auto m = hn::And(ValidMask(df, st, t), zin[t / kZStride].m);
+      const auto m = hn::And(ValidMask(df, q.tab, t), zin[t / kZStride].m);
       hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, q.inside[t]);
+      if (t % tap_step != 0) continue;
       for (size_t j = 0; j < q.count; ++j) {
         if (q.inside[t][j] == 0) continue;
-        const char* row = reinterpret_cast<const char*>(acc + st.off[t][j]);
+        const char* row = reinterpret_cast<const char*>(acc + q.tab.off[t][j]);
         for (int64_t b = 0; b < acc_row_bytes; b += 64) __builtin_prefetch(row + b, 1);
       }
     }
   };
 
   auto process = [&](const Stage& q) HWY_ATTR {
-    const int64_t e = q.e;
     const size_t count = q.count;
-    const T* rows = gorows + e * C;  // lane j's gradOutput row: rows + j * C
-    auto row_of = [&](size_t j) HWY_ATTR { return rows + int64_t(j < count ? j : 0) * C; };
-    if (gg != nullptr) {
-      // gridGrad of the points whose home is this slab; 0 for nearest (SPEC §4.4).
-      const Table& tab = q.tab;
-      bool any_home = false;
-      bool home[kMaxLanes<DF>];
-      for (size_t j = 0; j < count; ++j) {
-        home[j] = list[e + int64_t(j)] >= 0;
-        any_home = any_home || home[j];
-      }
-      if (any_home) {
-        if constexpr (NT == 1) {
-          for (int d = 0; d < D; ++d) hn::Store(hn::Zero(df), df, res[d]);
-        } else {
-          hn::Vec<DF> gacc[D];
-          GridGradSums<DF, SI, D, NT>(
-              df, a, in, tab,
-              [&](int64_t c) HWY_ATTR { return LoadPoints(df, rows + c, C, count); },
-              [&](size_t j) HWY_ATTR { return row_of(j); }, gacc);
-          const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, tab.point_ok)));
-          for (int d = 0; d < D; ++d)
-            hn::Store(hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, tab.mult[d]), gacc[d])), df,
-                      res[d]);
-        }
-        for (size_t j = 0; j < count; ++j) {
-          if (!home[j]) continue;
-          int64_t go, fo, ggo;
-          PointOffsets(a, list[e + int64_t(j)], &go, &fo, &ggo);  // home: not complemented
-          for (int d = 0; d < D; ++d) gg[ggo + d * ggk] = Elem<S>::store(res[d][j]);
-        }
-      }
-    }
-    if (acc == nullptr) return;
-    const Table& st = separate_acc_table ? q.tab_acc : q.tab;
+    const T* rows = gorows + q.e * C;  // lane j's gradOutput row: rows + j * C
+    const Table& st = q.tab;
     if (!a.rows_acc) {
       // Per channel; points in list (increasing) order, each point's taps in cpu:ref's order.
       for (int64_t c = 0; c < C; ++c) {
-        for (size_t j = 0; j < count; ++j) gos[j] = rows[int64_t(j) * C + c];
         T* acc_c = acc + c * a.acc_c;
         for (size_t j = 0; j < count; ++j) {
-          const T gj = gos[j];
+          const T gj = rows[int64_t(j) * C + c];
           for (int t = 0; t < kTaps; ++t)
             if (q.inside[t][j] != 0) acc_c[st.off[t][j]] += st.w[t][j] * gj;
         }
@@ -1124,21 +1109,13 @@ void SlabImpl(const Args& a, int64_t n, int64_t s) {
     if (issued - done > kAhead) process(ring[size_t(done++ % (kAhead + 1))]);
   }
   while (done < issued) process(ring[size_t(done++ % (kAhead + 1))]);
-  if (acc != nullptr && a.acc_in_workspace) Unpack<S, D>(a, n, acc, 0, C, z0, z1);
-}
-
-template <class S, int D, int NT>
-void Slab(const Args& a, int64_t n, int64_t s) {
-  if (a.in_packed)
-    SlabImpl<S, TOf<S>, D, NT>(a, n, s);
-  else
-    SlabImpl<S, S, D, NT>(a, n, s);
+  if (a.acc_in_workspace) Unpack<S, D>(a, n, acc, 0, C, z0, z1);
 }
 
 template <class S, int D, int NT>
 Kernels Make() {
-  return {&Pack<S, D>, &Forward<S, D, NT>, &Bin<S, D, NT>, &Slab<S, D, NT>,
-          hwy::TargetName(HWY_TARGET)};
+  return {&Pack<S, D>,    &Forward<S, D, NT>, &GridGrad<S, D, NT>,
+          &Bin<S, D, NT>, &Slab<S, D, NT>,    hwy::TargetName(HWY_TARGET)};
 }
 
 template <class S, int D>
@@ -1156,11 +1133,8 @@ Kernels ByInterp(Interp interp) {
 
 }  // namespace
 
-Kernels SelectKernels(DType dtype, int nd, Interp interp) {
-  return dispatch_dtype(dtype, [&](auto s) HWY_ATTR {
-    using S = decltype(s);
-    return nd == 3 ? ByInterp<S, 3>(interp) : ByInterp<S, 2>(interp);
-  });
+Kernels GS_FAST_SELECT(int nd, Interp interp) {
+  return nd == 3 ? ByInterp<GS_FAST_S, 3>(interp) : ByInterp<GS_FAST_S, 2>(interp);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -1170,10 +1144,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace gridsample::cpu::fast {
 
-HWY_EXPORT(SelectKernels);
+#define GS_FAST_EXPORT(name) HWY_EXPORT(name)  // expands GS_FAST_SELECT first
+GS_FAST_EXPORT(GS_FAST_SELECT);
 
-Kernels select_kernels(DType dtype, int nd, Interp interp) {
-  return HWY_DYNAMIC_DISPATCH(SelectKernels)(dtype, nd, interp);
+template <>
+Kernels select_kernels<GS_FAST_S>(int nd, Interp interp) {
+  return HWY_DYNAMIC_DISPATCH(GS_FAST_SELECT)(nd, interp);
 }
 
 }  // namespace gridsample::cpu::fast

@@ -2,9 +2,9 @@
 // SIMD kernels (fast_kernels.cpp, compiled once per instruction set by Highway).
 //
 // A kernel call does one unit of work and shares no written memory with any other call of the
-// same phase: a range of input or output points of one batch item (packing, forward, binning),
-// or one slab of one batch item (backward). So the result of a call does not depend on which
-// thread runs it or on how the work was cut (NOTE [ Fast determinism ] in fast.cpp).
+// same phase: a range of input or output points of one batch item (packing, forward, gridGrad,
+// binning), or one slab of one batch item (inputGrad). So the result of a call does not depend on
+// which thread runs it or on how the work was cut (NOTE [ Fast determinism ] in fast.cpp).
 #pragma once
 
 #include <cstdint>
@@ -44,10 +44,10 @@ struct Args {
   int64_t bin_chunk = 1, bin_chunks = 0;  // output points per binning call; calls per item
   int32_t* bin_pos = nullptr;             // [N, bin_chunks, slabs]: counts, then list positions
   int64_t* slab_begin = nullptr;          // [N, slabs + 1]: where each slab's list starts
-  int32_t* lists = nullptr;  // [N, list_cap]: per slab, its output points in increasing order
-  int64_t list_cap = 0;
-  // Per list entry, the point's grid values (D) and gradOutput (C), in the compute type:
-  // [N, list_cap, entry], so that a slab reads its points' data in sequence.
+  int64_t list_cap = 0;                   // list entries per item
+  // Per list entry (an output point adding to the slab, in increasing point order), the point's
+  // grid values (D) and gradOutput (C), in the compute type: [N, list_cap, entry], so that a slab
+  // reads its points' data in sequence.
   char* payload = nullptr;
   int64_t entry = 0;
 
@@ -68,17 +68,21 @@ struct Kernels {
   void (*pack)(const Args& a, int64_t n, int64_t p0, int64_t p1);
   // out for output points [o0, o1) of batch item n, all channels.
   void (*forward)(const Args& a, int64_t n, int64_t o0, int64_t o1);
+  // gridGrad for output points [o0, o1) of batch item n.
+  void (*grid_grad)(const Args& a, int64_t n, int64_t o0, int64_t o1);
   // Binning of the output points of chunk `chunk` of item n: counts per slab into bin_pos, or
-  // (fill) appends each point, with its payload, to the lists of the slabs it touches.
+  // (fill) appends each point's payload to the lists of the slabs it adds to.
   void (*bin)(const Args& a, int64_t n, int64_t chunk, bool fill);
-  // Backward for slab s of item n: gridGrad of the points whose home is s, and the inputGrad
-  // region of the slab (zeroed, then every listed point's taps inside the slab in list order,
-  // then copied or rounded into inputGrad if the accumulator is in the workspace).
+  // inputGrad for slab s of item n: the slab's region of the accumulator is zeroed, then every
+  // listed point adds its taps inside the slab, in list order, then the region is copied or
+  // rounded into inputGrad if the accumulator is in the workspace.
   void (*slab)(const Args& a, int64_t n, int64_t s);
   const char* target;  // the instruction set these kernels were compiled for
 };
 
-// The kernels for (dtype, nd, interp), for the best instruction set of this CPU.
-Kernels select_kernels(DType dtype, int nd, Interp interp);
+// The kernels for element type S (float, double, Half, BFloat16), nd and interp, for the best
+// instruction set of this CPU; each S is defined by its own compilation of fast_kernels.cpp.
+template <class S>
+Kernels select_kernels(int nd, Interp interp);
 
 }  // namespace gridsample::cpu::fast
