@@ -305,8 +305,10 @@ HWY_INLINE LaneMask<DF> AxisTapsV(Lanes<DF> g, int64_t s, Padding padding, bool 
       // x0 + (k - 1): the integer tap rounded once to T, as cpu:ref's T(int64 tap).
       L t = x0 + L(k - 1);
       if (padding != Padding::Zeros) {
+        // Truncated as cpu:ref's int64 cast: a tap too large for T to hold its neighbours apart
+        // reflects to a half-integer (found by fuzz/fuzz_values.cpp).
         L unused;
-        t = pad_coord(t, s, padding, align, &unused);
+        t = L(hn::Trunc(pad_coord(t, s, padding, align, &unused).v));
       }
       ax->ok[k] = (t >= zero) & (t < size);
       ax->pos[k] = where(ax->ok[k], t, zero);
