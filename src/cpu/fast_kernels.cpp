@@ -13,10 +13,11 @@
 //   channels at its taps, a vector of channels at a time, in tap order; a channel-first out is
 //   written through a [point][channel] tile and row transposes (NOTE [ Row transposes ]).
 //   Without rows (few channels), per channel, the input is gathered for a vector of points.
-// - backward, slab by slab (NOTE [ Slabs ] in fast.cpp): gridGrad over points -- for each channel
-//   and tap the values at the points' taps, accumulated in cpu:ref's order (channels, then taps,
-//   then axes); inputGrad over channel rows (or per channel), point by point in list order, taps
-//   in cpu:ref's order.
+// - gridGrad, over output points like the forward: for each channel and tap the values at the
+//   points' taps (transposed from rows, or gathered), accumulated in cpu:ref's order (channels,
+//   then taps, then axes).
+// - inputGrad, slab by slab (NOTE [ Slabs ] in fast.cpp): over channel rows (or per channel),
+//   point by point in list order, taps in cpu:ref's order.
 #include "cpu/fast_kernels.h"
 
 #include <algorithm>
@@ -586,6 +587,54 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
 // ---------------------------------------------------------------------------------------------
 // Forward. SI: the element type of Args::in (S, or T when packed).
 
+// A vector of output points with its taps, as PointPipeline hands it over.
+template <class DF, int D, int NT>
+struct PointVector {
+  TapTable<DF, D, NT> tab;
+  size_t count;     // points in the vector
+  int64_t fo, ggo;  // their first offsets in the feature (out, gradOutput) and gridGrad views
+};
+
+// Calls process(v) for the vectors of output points [o0, o1) of item n, in order, with their taps
+// in the strides of Args::in (with weight derivatives if want_wg). Grids that jump around the
+// input make every tap a cache miss: the taps of a vector are computed kAhead vectors before it
+// is processed, and its input rows prefetched.
+template <class S, class SI, int D, int NT, class Process>
+HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, bool want_wg,
+                              Process&& process) {
+  using DF = DFOf<S>;
+  const size_t N = hn::Lanes(DF());
+  const Problem& p = *a.p;
+  const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
+  const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
+  constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+  constexpr int kAhead = 2;
+  PointVector<DF, D, NT> ring[kAhead + 1];
+  int64_t issued = 0, done = 0;
+  const int64_t row_bytes = (a.in_c == 1 ? p.C : 1) * int64_t(sizeof(SI));
+  // Every tap's row (an invalid tap's offset is 0: harmless); for single elements only the first
+  // tap along x, whose neighbour shares its cache line but for 1 in 16.
+  const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;
+  ForEachVector(a, o0, o1, N,
+                [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
+                  PointVector<DF, D, NT>& q = ring[issued % (kAhead + 1)];
+                  Lanes<DF> g[D];
+                  LoadGrid<DF, S, D>(DF(), a, grid, go, count, g);
+                  BuildTaps<DF, D, NT>(a, g, count, a.in_sp, want_wg, &q.tab);
+                  q.count = count;
+                  q.fo = fo;
+                  q.ggo = ggo;
+                  for (int t = 0; t < kTaps; t += tap_step)
+                    for (size_t j = 0; j < count; ++j) {
+                      const char* row = reinterpret_cast<const char*>(in + q.tab.off[t][j]);
+                      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b);
+                    }
+                  ++issued;
+                  if (issued - done > kAhead) process(ring[done++ % (kAhead + 1)]);
+                });
+  while (done < issued) process(ring[done++ % (kAhead + 1)]);
+}
+
 template <class S, class SI, int D, int NT>
 void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   using DF = DFOf<S>;
@@ -594,24 +643,13 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   const DIOf<DF> di;
   const size_t N = hn::Lanes(df);
   const Problem& p = *a.p;
-  const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
   const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
   S* out = MutPtr<S>(p.out, n * p.out.stride[0]);
   const bool out_rows = p.out.stride[1] == 1;
   constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
   alignas(64) T tile[kMaxLanes<DF>][kChunk] = {};  // [point][channel]
   const auto down = LaneOffsets(df, kChunk);
-  // Grids that jump around the input make every tap a cache miss: the taps of a vector of
-  // points are computed kAhead vectors before it is processed, and its input lines prefetched.
-  constexpr int kAhead = 2;
-  struct Pending {
-    TapTable<DF, D, NT> tab;
-    size_t count;
-    int64_t fo;
-  } ring[kAhead + 1];
-  int64_t issued = 0, done = 0;
-  const int64_t row_bytes = (a.rows_fwd ? p.C : 1) * int64_t(sizeof(SI));
-  auto process = [&](const Pending& q) HWY_ATTR {
+  PointPipeline<S, SI, D, NT>(a, n, o0, o1, false, [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
     const TapTable<DF, D, NT>& tab = q.tab;
     const size_t count = q.count;
     const int64_t fo = q.fo;
@@ -662,26 +700,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
         StorePoints(df, hn::GatherIndex(df, &tile[0][c], down),
                     out + (c0 + c) * p.out.stride[1] + fo, a.inner_feat, count);
     }
-  };
-  ForEachVector(a, o0, o1, N, [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t) HWY_ATTR {
-    Pending& q = ring[issued % (kAhead + 1)];
-    Lanes<DF> g[D];
-    LoadGrid<DF, S, D>(df, a, grid, go, count, g);
-    BuildTaps<DF, D, NT>(a, g, count, a.in_sp, false, &q.tab);
-    q.count = count;
-    q.fo = fo;
-    // Every tap's row (an invalid tap's offset is 0: harmless); for single elements only the
-    // first tap along x, whose neighbour shares its cache line but for 1 in 16.
-    const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;
-    for (int t = 0; t < kTaps; t += tap_step)
-      for (size_t j = 0; j < count; ++j) {
-        const char* row = reinterpret_cast<const char*>(in + q.tab.off[t][j]);
-        for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b);
-      }
-    ++issued;
-    if (issued - done > kAhead) process(ring[done++ % (kAhead + 1)]);
   });
-  while (done < issued) process(ring[done++ % (kAhead + 1)]);
 }
 
 template <class S, int D, int NT>
@@ -931,38 +950,27 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
 
 // gridGrad of output points [o0, o1) of item n, in point order, each point computed alone with
 // cpu:ref's arithmetic (GridGradSums); 0 for nearest (SPEC §4.4). SI: the element type of
-// Args::in. Like the forward, the taps of a vector of points are computed kAhead vectors ahead and
-// their input rows prefetched.
+// Args::in.
 template <class S, class SI, int D, int NT>
 void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   using DF = DFOf<S>;
   using T = TOf<S>;
   const DF df;
   const DIOf<DF> di;
-  const size_t N = hn::Lanes(df);
   const Problem& p = *a.p;
   S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
   const int64_t ggk = p.grid_grad.stride[D + 1];
   if constexpr (NT == 1) {
-    ForEachVector(a, o0, o1, N, [&](int64_t, size_t count, int64_t, int64_t, int64_t ggo) HWY_ATTR {
-      for (int d = 0; d < D; ++d)
-        StorePoints(df, hn::Zero(df), gg + ggo + d * ggk, a.inner_gg, count);
-    });
+    ForEachVector(a, o0, o1, hn::Lanes(df),
+                  [&](int64_t, size_t count, int64_t, int64_t, int64_t ggo) HWY_ATTR {
+                    for (int d = 0; d < D; ++d)
+                      StorePoints(df, hn::Zero(df), gg + ggo + d * ggk, a.inner_gg, count);
+                  });
   } else {
-    const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
     const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
     const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
     const int64_t os1 = p.out.stride[1];
-    constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
-    constexpr int kAhead = 2;
-    struct Pending {
-      TapTable<DF, D, NT> tab;
-      size_t count;
-      int64_t fo, ggo;
-    } ring[kAhead + 1];
-    int64_t issued = 0, done = 0;
-    const int64_t row_bytes = (a.in_c == 1 ? p.C : 1) * int64_t(sizeof(SI));
-    auto process = [&](const Pending& q) HWY_ATTR {
+    PointPipeline<S, SI, D, NT>(a, n, o0, o1, true, [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
       const size_t count = q.count;
       const S* go = gout + q.fo;
       hn::Vec<DF> gacc[D];
@@ -980,26 +988,7 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
       for (int d = 0; d < D; ++d)
         StorePoints(df, hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d])),
                     gg + q.ggo + d * ggk, a.inner_gg, count);
-    };
-    ForEachVector(a, o0, o1, N,
-                  [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
-                    Pending& q = ring[issued % (kAhead + 1)];
-                    Lanes<DF> g[D];
-                    LoadGrid<DF, S, D>(df, a, grid, go, count, g);
-                    BuildTaps<DF, D, NT>(a, g, count, a.in_sp, true, &q.tab);
-                    q.count = count;
-                    q.fo = fo;
-                    q.ggo = ggo;
-                    const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;  // as in the forward
-                    for (int t = 0; t < kTaps; t += tap_step)
-                      for (size_t j = 0; j < count; ++j) {
-                        const char* row = reinterpret_cast<const char*>(in + q.tab.off[t][j]);
-                        for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b);
-                      }
-                    ++issued;
-                    if (issued - done > kAhead) process(ring[done++ % (kAhead + 1)]);
-                  });
-    while (done < issued) process(ring[done++ % (kAhead + 1)]);
+    });
   }
 }
 
