@@ -145,13 +145,21 @@ bool Checker::describe(const aclTensor* t, const char* name, Kind kind, Desc* d)
                          name, t->format));
   }
   // Canonical order: feature [n, c, spatial...], grid [n, spatial..., k] (already canonical).
+  // NOTE [ Canonical strides ]
+  // A stride that is never multiplied by a non-zero index is 0 in the canonical problem: that
+  // of a dim of size 1, and every stride of an empty tensor, which is never addressed. The
+  // memory checks bound only the strides that matter, so these may be anything (INT64_MIN
+  // included), and kernels form offsets and pointers from strides before they know whether
+  // an element will be touched (found by fuzz/fuzz_descriptor.cpp).
   for (int i = 0; i < rank_; ++i) {
     int src = i;
     if (d->channel_last) src = i == 0 ? 0 : (i == 1 ? rank_ - 1 : i - 1);
     d->dims[i] = t->view_dims[src];
-    d->view.stride[i] = t->strides[src];
+    d->view.stride[i] = d->dims[i] == 1 ? 0 : t->strides[src];
   }
   for (int i = 0; i < rank_; ++i) d->empty = d->empty || d->dims[i] == 0;
+  if (d->empty)
+    for (int i = 0; i < rank_; ++i) d->view.stride[i] = 0;
   return true;
 }
 
@@ -194,10 +202,10 @@ bool Checker::memory(Desc* d) {
                          (long long)t->offset, (long long)hi, dims_str(t->storage_dims).c_str(),
                          (long long)n));
   }
-  int64_t hi_bytes;
+  int64_t count, hi_bytes;  // elements from tensorData to the end of the view, and their bytes
   uintptr_t end;
   const uintptr_t base = reinterpret_cast<uintptr_t>(t->data);
-  if (__builtin_mul_overflow(hi + 1, es, &hi_bytes) ||
+  if (__builtin_add_overflow(hi, 1, &count) || __builtin_mul_overflow(count, es, &hi_bytes) ||
       __builtin_add_overflow(base, uintptr_t(hi_bytes), &end))
     return fail(ACLNN_ERR_PARAM_INVALID,
                 format("%s: the byte span of the view (up to element %lld) cannot be addressed",
