@@ -18,6 +18,7 @@
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "host_values.h"  // tests/
 
 #define FUZZ_CHECK(cond, ...)                                                         \
   do {                                                                                \
@@ -145,87 +146,8 @@ inline int dtype_size(int32_t t) {
   }
 }
 
-inline float half_to_float(uint16_t h) {
-  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  float v = e == 0    ? std::ldexp(float(m), -24)
-            : e == 31 ? (m ? NAN : INFINITY)
-                      : std::ldexp(float(m | 0x400), e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-// Round to nearest even, through double: every float is exact there.
-inline uint16_t float_to_half(float f) {
-  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
-  if (std::isnan(f)) return 0x7e00;
-  const double a = std::fabs(double(f));
-  if (a >= 65520.0) return sign | 0x7c00;
-  if (a < 0x1.0p-14) return sign | uint16_t(std::nearbyint(a * 0x1.0p24));  // subnormal (or 1p-14)
-  int e;
-  std::frexp(a, &e);                                       // a = m 2^e, m in [0.5, 1)
-  const double q = std::nearbyint(std::ldexp(a, 11 - e));  // 11 significant bits, in [1024, 2048]
-  const uint32_t bits = (uint32_t(e - 1 + 15) << 10) + uint32_t(q) - 1024;  // carry is fine
-  return sign | uint16_t(bits);
-}
-
-inline float bf16_to_float(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-inline uint16_t float_to_bf16(float f) {
-  if (std::isnan(f)) return 0x7fc0;
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t lower = u & 0xffff, upper = u >> 16;
-  return uint16_t(upper + (lower > 0x8000 || (lower == 0x8000 && (upper & 1))));
-}
-
-inline double load(int32_t t, const void* p) {
-  switch (t) {
-    case ACL_FLOAT16:
-    case ACL_BF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return t == ACL_FLOAT16 ? half_to_float(h) : bf16_to_float(h);
-    }
-    case ACL_DOUBLE: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return d;
-    }
-    default: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-  }
-}
-
-inline void store(int32_t t, double v, void* p) {
-  switch (t) {
-    case ACL_FLOAT16:
-    case ACL_BF16: {
-      // A double beyond float's range is +-Inf in float, as the library's own conversion gives.
-      const float f = std::fabs(v) > 3.4028234663852886e38 && std::isfinite(v)
-                          ? (v > 0 ? INFINITY : -INFINITY)
-                          : float(v);
-      const uint16_t h = t == ACL_FLOAT16 ? float_to_half(f) : float_to_bf16(f);
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case ACL_DOUBLE:
-      std::memcpy(p, &v, 8);
-      break;
-    default: {
-      const float f = std::fabs(v) > 3.4028234663852886e38 && std::isfinite(v)
-                          ? (v > 0 ? INFINITY : -INFINITY)
-                          : float(v);
-      std::memcpy(p, &f, 4);
-    }
-  }
-}
+inline double load(int32_t t, const void* p) { return gstest::to_double(aclDataType(t), p); }
+inline void store(int32_t t, double v, void* p) { gstest::from_double(aclDataType(t), v, p); }
 
 // Tolerances for comparing two results of one problem that may differ in summation order or in
 // fused multiply-adds: relative to the largest magnitude involved (SPEC §1 for FLOAT and DOUBLE;

@@ -5,58 +5,6 @@
 #include <stdexcept>
 
 namespace gstest {
-namespace {
-
-float h2f(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const int exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ffu;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(float(mant), -24);
-  else if (exp == 31)
-    v = mant ? NAN : INFINITY;
-  else
-    v = std::ldexp(float(mant | 0x400u), exp - 25);
-  return sign ? -v : v;
-}
-// Test-side conversion written independently of the library's (through double arithmetic).
-uint16_t f2h(float f) {
-  if (std::isnan(f)) return 0x7e00;
-  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
-  double a = std::fabs(double(f));
-  if (a >= 65520.0) return sign | 0x7c00;
-  int e;
-  std::frexp(a, &e);                    // a = m * 2^e, m in [0.5, 1)
-  const int q = std::max(e - 11, -24);  // quantum exponent: 11 significant bits, min 2^-24
-  const double scaled = std::nearbyint(std::ldexp(a, -q));  // round half to even
-  const double r = std::ldexp(scaled, q);
-  // Re-encode r.
-  if (r == 0) return sign;
-  int re;
-  std::frexp(r, &re);
-  if (re - 1 < -14) return sign | uint16_t(std::ldexp(r, 24));
-  const uint16_t exp = uint16_t(re - 1 + 15);
-  const uint16_t mant = uint16_t(std::ldexp(r, 11 - re) - 1024);
-  return sign | uint16_t(exp << 10) | mant;
-}
-float b2f(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t f2b(float f) {
-  if (std::isnan(f)) return 0x7fc0;
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t lower = u & 0xffffu;
-  uint32_t upper = u >> 16;
-  if (lower > 0x8000u || (lower == 0x8000u && (upper & 1u))) ++upper;
-  return uint16_t(upper);
-}
-
-}  // namespace
 
 int dtype_bytes(aclDataType t) {
   switch (t) {
@@ -69,53 +17,6 @@ int dtype_bytes(aclDataType t) {
       return 8;
     default:
       return 4;
-  }
-}
-
-double to_double(aclDataType t, const void* p) {
-  switch (t) {
-    case ACL_FLOAT16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return h2f(h);
-    }
-    case ACL_BF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return b2f(h);
-    }
-    case ACL_DOUBLE: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return d;
-    }
-    default: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-  }
-}
-
-void from_double(aclDataType t, double v, void* p) {
-  switch (t) {
-    case ACL_FLOAT16: {
-      const uint16_t h = f2h(float(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case ACL_BF16: {
-      const uint16_t h = f2b(float(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case ACL_DOUBLE:
-      std::memcpy(p, &v, 8);
-      break;
-    default: {
-      const float f = float(v);
-      std::memcpy(p, &f, 4);
-    }
   }
 }
 

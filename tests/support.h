@@ -14,12 +14,11 @@
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "host_values.h"
 
 namespace gstest {
 
 int dtype_bytes(aclDataType t);
-double to_double(aclDataType t, const void* p);  // element at p
-void from_double(aclDataType t, double v, void* p);
 double round_to(aclDataType t, double v);  // v rounded to t's precision (through float for 16-bit)
 
 // A tensor owning its storage. The view is described by dims/strides/offset (elements) over a
