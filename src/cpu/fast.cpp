@@ -279,35 +279,32 @@ Args make_args(const Problem& p, void* ws) {
   WorkspaceLayout w;
   layout(p, &w);
   char* base = static_cast<char*>(ws);
+  // A feature tensor as the kernels address it: the view itself, or `part` of the workspace laid
+  // out [N, C, spatial] (channel stride `c`, spatial strides of rows of `inner` elements).
+  auto place = [&](const View& v, bool in_ws, char* part, int64_t c, int64_t inner, char** data,
+                   int64_t* n_stride, int64_t* c_stride, int64_t* sp) {
+    if (in_ws) {
+      *data = part;
+      *n_stride = p.C * p.in_points();
+      *c_stride = c;
+      row_strides(a, D, inner, sp);
+    } else {
+      *data = v.data;
+      *n_stride = v.stride[0];
+      *c_stride = v.stride[1];
+      for (int d = 0; d < D; ++d) sp[d] = v.stride[2 + D - 1 - d];
+    }
+  };
   a.in_packed = pack_input(p);
-  if (a.in_packed) {
-    a.in = base + w.in;
-    a.in_n = p.C * p.in_points();
-    a.in_c = 1;
-    row_strides(a, D, p.C, a.in_sp);
-  } else {
-    a.in = p.input.data;
-    a.in_n = p.input.stride[0];
-    a.in_c = p.input.stride[1];
-    for (int d = 0; d < D; ++d) a.in_sp[d] = p.input.stride[2 + D - 1 - d];
-  }
+  char* in = nullptr;
+  place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
+  a.in = in;
   a.rows_fwd = rows_ok(p) && a.in_c == 1;
   if (backward_input_grad(p)) {
     a.acc_in_workspace = acc_in_workspace(p);
-    if (a.acc_in_workspace) {
-      a.acc = base + w.acc;
-      a.acc_n = p.C * p.in_points();
-      a.acc_c = rows_ok(p) ? 1 : p.in_points();
-      row_strides(a, D, rows_ok(p) ? p.C : 1, a.acc_sp);
-    } else {
-      a.acc = p.input_grad.data;
-      a.acc_n = p.input_grad.stride[0];
-      a.acc_c = p.input_grad.stride[1];
-      for (int d = 0; d < D; ++d) a.acc_sp[d] = p.input_grad.stride[2 + D - 1 - d];
-    }
+    place(p.input_grad, a.acc_in_workspace, base + w.acc, rows_ok(p) ? 1 : p.in_points(),
+          rows_ok(p) ? p.C : 1, &a.acc, &a.acc_n, &a.acc_c, a.acc_sp);
     a.rows_acc = rows_ok(p) && a.acc_c == 1;
-  }
-  if (backward_input_grad(p)) {
     const Binning b = binning(p);
     a.slab_len = b.slab_len;
     a.slab_shift = b.slab_shift;
