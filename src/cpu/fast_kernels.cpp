@@ -1024,6 +1024,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   // Single elements: only the first tap along x, whose neighbour shares its cache line but for 1
   // in 16 (as in the forward).
   const int tap_step = acc_row_bytes <= 8 && NT == 2 ? 2 : 1;
+  const int64_t line = std::min<int64_t>(64, acc_row_bytes);  // a row shorter than a line: once
 
   // NOTE [ Slab pipeline ]: the taps of a vector of listed points are computed kAhead vectors
   // before the vector is processed, and the accumulator rows it will update are prefetched, so
@@ -1052,13 +1053,13 @@ void Slab(const Args& a, int64_t n, int64_t s) {
     for (int t = 0; t < kTaps; ++t) {
       const auto m = hn::And(ValidMask(df, q.tab, t), zin[t / kZStride].m);
       hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, q.inside[t]);
-      if (t % tap_step != 0) continue;
-      for (size_t j = 0; j < q.count; ++j) {
-        if (q.inside[t][j] == 0) continue;
-        const char* row = reinterpret_cast<const char*>(acc + q.tab.off[t][j]);
-        for (int64_t b = 0; b < acc_row_bytes; b += 64) __builtin_prefetch(row + b, 1);
-      }
     }
+    // Every tap's rows, without branches (an invalid tap's offset is 0: harmless).
+    for (int t = 0; t < kTaps; t += tap_step)
+      for (size_t j = 0; j < q.count; ++j) {
+        const char* row = reinterpret_cast<const char*>(acc + q.tab.off[t][j]);
+        for (int64_t b = 0; b < acc_row_bytes; b += line) __builtin_prefetch(row + b, 1);
+      }
   };
 
   auto process = [&](const Stage& q) HWY_ATTR {
@@ -1077,7 +1078,29 @@ void Slab(const Args& a, int64_t n, int64_t s) {
       }
       return;
     }
-    // Rows: each point adds w * (its row of gradOutput) to the rows at its taps.
+    // Rows: each point adds w * (its row of gradOutput) to the rows at its taps. With 1 to 4
+    // full vectors of channels, the gradOutput row is kept in registers.
+    auto rows_of = [&](auto vectors) HWY_ATTR {
+      constexpr int kV = decltype(vectors)::value;
+      for (size_t j = 0; j < count; ++j) {
+        const T* grow = rows + int64_t(j) * C;
+        hn::Vec<DF> gv[kV];
+        for (int v = 0; v < kV; ++v) gv[v] = hn::LoadU(df, grow + v * int64_t(N));
+        for (int t = 0; t < kTaps; ++t) {
+          if (q.inside[t][j] == 0) continue;
+          T* row = acc + st.off[t][j];
+          const auto w = hn::Set(df, st.w[t][j]);
+          for (int v = 0; v < kV; ++v) {
+            T* at = row + v * int64_t(N);
+            hn::StoreU(hn::Add(hn::LoadU(df, at), hn::Mul(w, gv[v])), df, at);
+          }
+        }
+      }
+    };
+    if (C == int64_t(N)) return rows_of(std::integral_constant<int, 1>());
+    if (C == 2 * int64_t(N)) return rows_of(std::integral_constant<int, 2>());
+    if (C == 3 * int64_t(N)) return rows_of(std::integral_constant<int, 3>());
+    if (C == 4 * int64_t(N)) return rows_of(std::integral_constant<int, 4>());
     for (size_t j = 0; j < count; ++j) {
       const T* grow = rows + int64_t(j) * C;
       for (int t = 0; t < kTaps; ++t) {
