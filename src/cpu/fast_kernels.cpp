@@ -483,6 +483,25 @@ HWY_INLINE void LoadGrid(DF df, const Args& a, const S* grid, int64_t off, size_
   for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, grid + off + d * k, a.inner_grid, count);
 }
 
+// Stores the gridGrad components v (axis order) of `count` points at gg + off, rounded as
+// StorePoints does.
+template <class DF, class S, int D>
+HWY_INLINE void StoreGridGrad(DF df, const Args& a, const hn::Vec<DF> v[D], S* gg, int64_t off,
+                              size_t count) {
+  const int64_t k = a.p->grid_grad.stride[D + 1];
+  if constexpr (std::is_same_v<S, hn::TFromD<DF>>) {
+    if (count == hn::Lanes(df) && k == 1 && a.inner_gg == D) {  // packed (x, y[, z]) triples
+      if constexpr (D == 3) {
+        hn::StoreInterleaved3(v[0], v[1], v[2], df, gg + off);
+      } else {
+        hn::StoreInterleaved2(v[0], v[1], df, gg + off);
+      }
+      return;
+    }
+  }
+  for (int d = 0; d < D; ++d) StorePoints(df, v[d], gg + off + d * k, a.inner_gg, count);
+}
+
 template <class S>
 const S* Ptr(const View& v, int64_t off) {
   return reinterpret_cast<const S*>(v.data) + off;
@@ -587,6 +606,19 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
 // ---------------------------------------------------------------------------------------------
 // Forward. SI: the element type of Args::in (S, or T when packed).
 
+// Prefetches (for writing if kWrite) the rows of `bytes` bytes at base + tab.off[t][j] for every
+// tap_step-th tap t and lanes j < count. An invalid tap's offset is 0: harmless.
+template <bool kWrite, class E, class Table>
+HWY_INLINE void PrefetchRows(const E* base, const Table& tab, int tap_step, size_t count,
+                             int64_t bytes) {
+  for (int t = 0; t < Table::kTaps; t += tap_step)
+    for (size_t j = 0; j < count; ++j) {
+      const char* row = reinterpret_cast<const char*>(base + tab.off[t][j]);
+      __builtin_prefetch(row, kWrite);
+      for (int64_t b = 64; b < bytes; b += 64) __builtin_prefetch(row + b, kWrite);
+    }
+}
+
 // A vector of output points with its taps, as PointPipeline hands it over.
 template <class DF, int D, int NT>
 struct PointVector {
@@ -607,7 +639,6 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
   const Problem& p = *a.p;
   const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
   const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
-  constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
   constexpr int kAhead = 2;
   PointVector<DF, D, NT> ring[kAhead + 1];
   int64_t issued = 0, done = 0;
@@ -624,11 +655,7 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
                   q.count = count;
                   q.fo = fo;
                   q.ggo = ggo;
-                  for (int t = 0; t < kTaps; t += tap_step)
-                    for (size_t j = 0; j < count; ++j) {
-                      const char* row = reinterpret_cast<const char*>(in + q.tab.off[t][j]);
-                      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b);
-                    }
+                  PrefetchRows<false>(in, q.tab, tap_step, count, row_bytes);
                   ++issued;
                   if (issued - done > kAhead) process(ring[done++ % (kAhead + 1)]);
                 });
@@ -817,6 +844,13 @@ HWY_INLINE void ComputeOuterTaps(DF df, const Args& a, Lanes<DF> g, OuterTaps<DF
 // outermost axis, in tap order, without repeats; none when no tap is valid.
 template <int NT, class Z>
 HWY_INLINE int SlabsOf(const Z& z, size_t j, int shift, int64_t out[NT]) {
+  if constexpr (NT == 2) {
+    const bool v0 = z.zvalid[0][j] != 0, v1 = z.zvalid[1][j] != 0;
+    const int64_t s0 = int64_t(z.zpos[0][j]) >> shift, s1 = int64_t(z.zpos[1][j]) >> shift;
+    out[0] = v0 ? s0 : s1;
+    out[1] = s1;
+    return int(v0) + int(v1 && !(v0 && s0 == s1));
+  }
   int m = 0;
   for (int k = 0; k < NT; ++k) {
     if (z.zvalid[k][j] == 0) continue;
@@ -959,12 +993,12 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   const DIOf<DF> di;
   const Problem& p = *a.p;
   S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
-  const int64_t ggk = p.grid_grad.stride[D + 1];
   if constexpr (NT == 1) {
+    hn::Vec<DF> zero[D];
+    for (int d = 0; d < D; ++d) zero[d] = hn::Zero(df);
     ForEachVector(a, o0, o1, hn::Lanes(df),
                   [&](int64_t, size_t count, int64_t, int64_t, int64_t ggo) HWY_ATTR {
-                    for (int d = 0; d < D; ++d)
-                      StorePoints(df, hn::Zero(df), gg + ggo + d * ggk, a.inner_gg, count);
+                    StoreGridGrad<DF, S, D>(df, a, zero, gg, ggo, count);
                   });
   } else {
     const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
@@ -986,8 +1020,8 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
           gacc);
       const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
       for (int d = 0; d < D; ++d)
-        StorePoints(df, hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d])),
-                    gg + q.ggo + d * ggk, a.inner_gg, count);
+        gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
+      StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
     });
   }
 }
@@ -1024,7 +1058,6 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   // Single elements: only the first tap along x, whose neighbour shares its cache line but for 1
   // in 16 (as in the forward).
   const int tap_step = acc_row_bytes <= 8 && NT == 2 ? 2 : 1;
-  const int64_t line = std::min<int64_t>(64, acc_row_bytes);  // a row shorter than a line: once
 
   // NOTE [ Slab pipeline ]: the taps of a vector of listed points are computed kAhead vectors
   // before the vector is processed, and the accumulator rows it will update are prefetched, so
@@ -1054,12 +1087,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
       const auto m = hn::And(ValidMask(df, q.tab, t), zin[t / kZStride].m);
       hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, q.inside[t]);
     }
-    // Every tap's rows, without branches (an invalid tap's offset is 0: harmless).
-    for (int t = 0; t < kTaps; t += tap_step)
-      for (size_t j = 0; j < q.count; ++j) {
-        const char* row = reinterpret_cast<const char*>(acc + q.tab.off[t][j]);
-        for (int64_t b = 0; b < acc_row_bytes; b += line) __builtin_prefetch(row + b, 1);
-      }
+    PrefetchRows<true>(acc, q.tab, tap_step, q.count, acc_row_bytes);
   };
 
   auto process = [&](const Stage& q) HWY_ATTR {
