@@ -997,9 +997,8 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     hn::Vec<DF> zero[D];
     for (int d = 0; d < D; ++d) zero[d] = hn::Zero(df);
     ForEachVector(a, o0, o1, hn::Lanes(df),
-                  [&](int64_t, size_t count, int64_t, int64_t, int64_t ggo) HWY_ATTR {
-                    StoreGridGrad<DF, S, D>(df, a, zero, gg, ggo, count);
-                  });
+                  [&](int64_t, size_t count, int64_t, int64_t, int64_t ggo)
+                      HWY_ATTR { StoreGridGrad<DF, S, D>(df, a, zero, gg, ggo, count); });
   } else {
     const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
     const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
