@@ -158,6 +158,34 @@ double rel_max_err(const std::vector<double>& a, const std::vector<double>& b) {
   return err / (scale > 0 ? scale : 1);
 }
 
+std::string grid_grad_mismatch(aclDataType t, const std::vector<double>& got,
+                               const std::vector<double>& ref) {
+  if (got.size() != ref.size()) return "sizes differ";
+  double scale = 0;
+  for (double r : ref)
+    if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
+  const double rel = t == ACL_DOUBLE ? 1e-12 : 1e-5;
+  const int mantissa = t == ACL_BF16 ? 7 : (t == ACL_FLOAT16 ? 10 : -1);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double a = got[i], b = ref[i];
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (std::isinf(a) || std::isinf(b) || std::isnan(a) || std::isnan(b)) {
+      if (a == b) continue;
+    } else {
+      double ulp = 0;
+      if (mantissa > 0) {
+        const double m = std::max(std::fabs(a), std::fabs(b));
+        const int e = m > 0 ? std::ilogb(m) : 0;
+        ulp = std::ldexp(1.0, std::max(e, t == ACL_FLOAT16 ? -14 : -126) - mantissa);
+      }
+      if (std::fabs(a - b) <= ulp + rel * scale) continue;
+    }
+    return "element " + std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b) +
+           " (of " + std::to_string(ref.size()) + ", largest |ref| " + std::to_string(scale) + ")";
+  }
+  return "";
+}
+
 }  // namespace gstest
 
 namespace gstest {

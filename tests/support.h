@@ -83,6 +83,17 @@ std::vector<double> uniform(std::mt19937_64& rng, int64_t n, double lo, double h
 // Largest |a - b| divided by the largest |b| (or 1 if b is all zero).
 double rel_max_err(const std::vector<double>& a, const std::vector<double>& b);
 
+// NOTE [ gridGrad tolerance ]
+// cpu:fast sums gridGrad over channel rows in another order than cpu:ref (NOTE [ gridGrad order ]
+// in src/cpu/fast_kernels.cpp), so its gridGrad is compared with a bound instead of bit for bit:
+// NaN matches NaN, an infinity matches itself, and finite elements may differ by one unit in the
+// last place of dtype t at their magnitude (a 16-bit result whose sum lies near a rounding tie)
+// plus SPEC §1's bound, 1e-5 (FLOAT, and FLOAT16/BF16, summed in FLOAT32) or 1e-12 (DOUBLE) times
+// the largest finite |ref|. A wrong tap, weight or channel is off by the size of the values.
+// Returns "" when got agrees with ref, else the first disagreement.
+std::string grid_grad_mismatch(aclDataType t, const std::vector<double>& got,
+                               const std::vector<double>& ref);
+
 }  // namespace gstest
 
 namespace gstest {

@@ -177,7 +177,9 @@ void run_case(const Case& c) {
     EXPECT_EQ(out.values(), s_out.values());
   } else {
     EXPECT_EQ(ig.values(), s_ig.values());
-    EXPECT_EQ(gg.values(), s_gg.values());
+    // The huge views exceed cpu:fast's vector offsets and run on cpu:ref, whose gridGrad order
+    // differs from cpu:fast's (NOTE [ gridGrad tolerance ] in support.h).
+    EXPECT_EQ(grid_grad_mismatch(c.dtype, gg.values(), s_gg.values()), "");
   }
 }
 
