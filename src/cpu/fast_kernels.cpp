@@ -874,8 +874,7 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
   const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
   const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
   int32_t* pos = a.bin_pos + (n * a.bin_chunks + chunk) * a.slabs;
-  T* gpay = reinterpret_cast<T*>(a.payload) + n * a.list_cap * E;  // [D][list_cap]
-  T* gorows = gpay + D * a.list_cap;                               // [list_cap][C]
+  T* pay = reinterpret_cast<T*>(a.payload) + n * a.list_cap * E;  // [list_cap][D + C]
   if (!fill) std::fill_n(pos, a.slabs, 0);
   const int64_t o0 = chunk * a.bin_chunk, o1 = std::min(a.points, o0 + a.bin_chunk);
   OuterTaps<DF, NT> z;
@@ -903,14 +902,14 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
                       for (int i = 0; i < m; ++i) {
                         const int64_t slot = pos[sl[i]]++;
                         slots[v + j][i] = slot;
-                        for (int d = 0; d < D; ++d) gpay[d * a.list_cap + slot] = gbuf[d][j];
+                        for (int d = 0; d < D; ++d) pay[slot * E + d] = gbuf[d][j];
                       }
                     }
                   }
                   if (!fill) return;
                   // gradOutput of the block's points into their entries' rows.
                   auto each_row = [&](size_t j, auto&& f) HWY_ATTR {
-                    for (int i = 0; i < nslots[j]; ++i) f(gorows + slots[j][i] * C);
+                    for (int i = 0; i < nslots[j]; ++i) f(pay + slots[j][i] * E + D);
                   };
                   if (os1 == 1) {  // already rows: copy
                     for (size_t j = 0; j < cnt; ++j) {
@@ -1129,8 +1128,8 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
   ZeroRegion<T, D>(a, acc, 0, C, z0, z1);
 
-  const T* gpay = reinterpret_cast<const T*>(a.payload) + n * a.list_cap * a.entry;
-  const T* gorows = gpay + D * a.list_cap;
+  const int64_t E = a.entry;
+  const T* pay = reinterpret_cast<const T*>(a.payload) + n * a.list_cap * E;  // [list_cap][D + C]
   const int64_t e0 = a.slab_begin[n * (a.slabs + 1) + s];
   const int64_t e1 = a.slab_begin[n * (a.slabs + 1) + s + 1];
   constexpr int kTaps = Table::kTaps;
@@ -1156,7 +1155,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
     q.e = e;
     q.count = size_t(std::min<int64_t>(int64_t(N), e1 - e));
     Lanes<DF> g[D];
-    for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, gpay + d * a.list_cap + e, 1, q.count);
+    for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, pay + e * E + d, E, q.count);
     BuildTaps<DF, D, NT>(a, g, q.count, a.acc_sp, false, &q.tab);
     const Lanes<DF> lo(z0), hi(z1);
     LaneMask<DF> zin[NT];
@@ -1173,14 +1172,14 @@ void Slab(const Args& a, int64_t n, int64_t s) {
 
   auto process = [&](const Stage& q) HWY_ATTR {
     const size_t count = q.count;
-    const T* rows = gorows + q.e * C;  // lane j's gradOutput row: rows + j * C
+    const T* rows = pay + q.e * E + D;  // lane j's gradOutput row: rows + j * E
     const Table& st = q.tab;
     if (!a.rows_acc) {
       // Per channel; points in list (increasing) order, each point's taps in cpu:ref's order.
       for (int64_t c = 0; c < C; ++c) {
         T* acc_c = acc + c * a.acc_c;
         for (size_t j = 0; j < count; ++j) {
-          const T gj = rows[int64_t(j) * C + c];
+          const T gj = rows[int64_t(j) * E + c];
           for (int t = 0; t < kTaps; ++t)
             if (q.inside[t][j] != 0) acc_c[st.off[t][j]] += st.w[t][j] * gj;
         }
@@ -1192,7 +1191,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
     auto rows_of = [&](auto vectors) HWY_ATTR {
       constexpr int kV = decltype(vectors)::value;
       for (size_t j = 0; j < count; ++j) {
-        const T* grow = rows + int64_t(j) * C;
+        const T* grow = rows + int64_t(j) * E;
         hn::Vec<DF> gv[kV];
         for (int v = 0; v < kV; ++v) gv[v] = hn::LoadU(df, grow + v * int64_t(N));
         for (int t = 0; t < kTaps; ++t) {
@@ -1211,7 +1210,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
     if (C == 3 * int64_t(N)) return rows_of(std::integral_constant<int, 3>());
     if (C == 4 * int64_t(N)) return rows_of(std::integral_constant<int, 4>());
     for (size_t j = 0; j < count; ++j) {
-      const T* grow = rows + int64_t(j) * C;
+      const T* grow = rows + int64_t(j) * E;
       for (int t = 0; t < kTaps; ++t) {
         if (q.inside[t][j] == 0) continue;
         T* row = acc + st.off[t][j];

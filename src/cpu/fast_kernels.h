@@ -46,8 +46,8 @@ struct Args {
   int64_t* slab_begin = nullptr;          // [N, slabs + 1]: where each slab's list starts
   int64_t list_cap = 0;                   // list entries per item
   // Per list entry (an output point adding to the slab, in increasing point order), the point's
-  // grid values (D) and gradOutput (C), in the compute type: [N, list_cap, entry], so that a slab
-  // reads its points' data in sequence.
+  // grid values (D) then its gradOutput row (C), in the compute type: [N, list_cap, entry], so
+  // that the binning writes one stream per slab and a slab reads its points' data in sequence.
   char* payload = nullptr;
   int64_t entry = 0;
 
