@@ -960,7 +960,9 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
           hn::IfThenElse(m, hn::Add(gacc[d], hn::Mul(hn::Load(df, tab.wg[d][t]), dot)), gacc[d]);
   };
   if constexpr (std::is_same_v<SI, T>) {
-    if (a.in_c == 1) {
+    // Rows of at least one full vector (shorter ones are gathered: the same arithmetic, fewer
+    // partial loads).
+    if (a.in_c == 1 && C >= int64_t(N)) {
       const bool go_rows = go_row(0) != nullptr;
       // Per tap and lane, the vector of partial dot products; gradOutput rows of a chunk of
       // channels for the lanes (when not already rows).
