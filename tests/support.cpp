@@ -159,9 +159,9 @@ double rel_max_err(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 std::string grid_grad_mismatch(aclDataType t, const std::vector<double>& got,
-                               const std::vector<double>& ref) {
+                               const std::vector<double>& ref, double floor) {
   if (got.size() != ref.size()) return "sizes differ";
-  double scale = 0;
+  double scale = floor;
   for (double r : ref)
     if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
   const double rel = t == ACL_DOUBLE ? 1e-12 : 1e-5;
@@ -181,9 +181,23 @@ std::string grid_grad_mismatch(aclDataType t, const std::vector<double>& got,
       if (std::fabs(a - b) <= ulp + rel * scale) continue;
     }
     return "element " + std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b) +
-           " (of " + std::to_string(ref.size()) + ", largest |ref| " + std::to_string(scale) + ")";
+           " (of " + std::to_string(ref.size()) + ", scale " + std::to_string(scale) + ")";
   }
   return "";
+}
+
+double grid_grad_floor(const HostTensor& input, const HostTensor& grad_out, int64_t C,
+                       const std::vector<int64_t>& in_spatial, bool align_corners) {
+  auto amax = [](const std::vector<double>& v) {
+    double m = 0;
+    for (double x : v)
+      if (std::isfinite(x)) m = std::max(m, std::fabs(x));
+    return m;
+  };
+  double m_max = 0;
+  for (int64_t s : in_spatial)
+    m_max = std::max(m_max, align_corners ? double(s - 1) / 2 : double(s) / 2);
+  return 0.1 * double(C) * amax(input.values()) * amax(grad_out.values()) * m_max;
 }
 
 }  // namespace gstest

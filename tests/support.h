@@ -84,15 +84,22 @@ std::vector<double> uniform(std::mt19937_64& rng, int64_t n, double lo, double h
 double rel_max_err(const std::vector<double>& a, const std::vector<double>& b);
 
 // NOTE [ gridGrad tolerance ]
-// cpu:fast sums gridGrad over channel rows in another order than cpu:ref (NOTE [ gridGrad order ]
-// in src/cpu/fast_kernels.cpp), so its gridGrad is compared with a bound instead of bit for bit:
+// cpu:fast sums gridGrad in another order than cpu:ref (NOTE [ gridGrad order ] in
+// src/cpu/fast_kernels.cpp), so its gridGrad is compared with a bound instead of bit for bit:
 // NaN matches NaN, an infinity matches itself, and finite elements may differ by one unit in the
 // last place of dtype t at their magnitude (a 16-bit result whose sum lies near a rounding tie)
 // plus SPEC §1's bound, 1e-5 (FLOAT, and FLOAT16/BF16, summed in FLOAT32) or 1e-12 (DOUBLE) times
-// the largest finite |ref|. A wrong tap, weight or channel is off by the size of the values.
+// the largest finite |ref| or `floor`, whichever is larger. The floor is that of the torch
+// cross-check (NOTE [ error floor ] in tools/torch_crosscheck.py), grid_grad_floor(): a gridGrad
+// whose terms cancel (e.g. bicubic taps clamped onto one voxel) is rounding noise of the size of
+// its terms. A wrong tap, weight or channel is off by the size of the values.
 // Returns "" when got agrees with ref, else the first disagreement.
 std::string grid_grad_mismatch(aclDataType t, const std::vector<double>& got,
-                               const std::vector<double>& ref);
+                               const std::vector<double>& ref, double floor);
+// A tenth of the size of the terms a gridGrad element sums: C * max|input| * max|gradOutput| *
+// the largest unnormalization factor (in_spatial: input sizes, outermost first).
+double grid_grad_floor(const HostTensor& input, const HostTensor& grad_out, int64_t C,
+                       const std::vector<int64_t>& in_spatial, bool align_corners);
 
 }  // namespace gstest
 
