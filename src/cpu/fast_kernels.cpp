@@ -1036,8 +1036,8 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   (void)go_row;
   // Gathered channels, with the same arithmetic: partial sum i takes channels i, i + N, ... and,
   // where the last vector of a row is partial, the zero its missing lane adds; then the partial
-  // sums are added in order.
-  // Partial sums i >= C stay +0; adding them to the dot product only turns a -0 into +0.
+  // sums are added in order. Partial sums i >= C stay +0: adding them to the dot product only
+  // turns a -0 into +0.
   const size_t tail = size_t(C) % N;
   const size_t used = std::min(size_t(C), N);
   for (int t = 0; t < kTaps; ++t) {
