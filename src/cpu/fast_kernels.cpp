@@ -276,6 +276,17 @@ HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, S* p, size_t count) {
   StorePoints(df, v, p, 1, count);
 }
 
+// Calls f(std::integral_constant<int, V>()) when a row of C channels is V full vectors of N
+// lanes, 1 <= V <= 4 (so that a kernel can keep a row in registers), and returns whether it did.
+template <class F>
+HWY_INLINE bool WithRowVectors(int64_t C, size_t N, F&& f) {
+  if (C == int64_t(N)) return f(std::integral_constant<int, 1>()), true;
+  if (C == 2 * int64_t(N)) return f(std::integral_constant<int, 2>()), true;
+  if (C == 3 * int64_t(N)) return f(std::integral_constant<int, 3>()), true;
+  if (C == 4 * int64_t(N)) return f(std::integral_constant<int, 4>()), true;
+  return false;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Taps of a vector of points.
 
@@ -984,7 +995,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
           for (; c < cc; ++c)
             for (size_t j = 0; j < N; ++j) gtile[j][c] = gcol[c][j];
         }
-        // One row of 1 to 4 full vectors: the gradOutput row in registers, a first chunk.
+        // Rows of 1 to 4 full vectors (a single chunk): the gradOutput row in registers.
         auto full = [&](auto vectors) HWY_ATTR {
           constexpr int kV = decltype(vectors)::value;
           for (size_t j = 0; j < N; ++j) {
@@ -1000,15 +1011,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
             }
           }
         };
-        if (C == int64_t(N)) {
-          full(std::integral_constant<int, 1>());
-        } else if (C == 2 * int64_t(N)) {
-          full(std::integral_constant<int, 2>());
-        } else if (C == 3 * int64_t(N)) {
-          full(std::integral_constant<int, 3>());
-        } else if (C == 4 * int64_t(N)) {
-          full(std::integral_constant<int, 4>());
-        } else {
+        if (!WithRowVectors(C, N, full)) {
           for (size_t j = 0; j < N; ++j) {
             const T* g = go_rows ? go_row(j) + c0 : gtile[j];
             for (int t = 0; t < kTaps; ++t) {
@@ -1036,15 +1039,14 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   (void)go_row;
   // Gathered channels, with the same arithmetic: partial sum i takes channels i, i + N, ... and,
   // where the last vector of a row is partial, the zero its missing lane adds; then the partial
-  // sums are added in order. Partial sums i >= C stay +0: adding them to the dot product only
-  // turns a -0 into +0.
+  // sums are added in order.
   const size_t tail = size_t(C) % N;
-  const size_t used = std::min(size_t(C), N);
   for (int t = 0; t < kTaps; ++t) {
     const auto off = hn::Load(di, tab.off[t]);
     if (size_t(C) <= N) {
-      // One product per partial sum: (+0 + x0) + (+0 + x1) + ... + 0 is the plain sum from +0
-      // (a sum that starts at +0 is never -0, so the zeros change nothing).
+      // One product per partial sum, and partial sums i >= C are +0: (+0 + x0) + (+0 + x1) + ...
+      // + 0 is the plain sum from +0 (a sum that starts at +0 is never -0, so the zeros change
+      // nothing).
       auto dot = hn::Zero(df);
       for (int64_t c = 0; c < C; ++c)
         dot = hn::Add(dot, hn::Mul(GatherInput(df, in + c * a.in_c, off), go(c)));
@@ -1052,15 +1054,14 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
       continue;
     }
     hn::Vec<DF> part[kN];
-    for (size_t i = 0; i < used; ++i) part[i] = hn::Zero(df);
+    for (size_t i = 0; i < N; ++i) part[i] = hn::Zero(df);
     for (int64_t c = 0; c < C; ++c) {
       const size_t i = size_t(c) % N;
       part[i] = hn::Add(part[i], hn::Mul(GatherInput(df, in + c * a.in_c, off), go(c)));
     }
     auto dot = part[0];
-    for (size_t i = 1; i < used; ++i)
+    for (size_t i = 1; i < N; ++i)
       dot = hn::Add(dot, tail != 0 && i >= tail ? hn::Add(part[i], hn::Zero(df)) : part[i]);
-    if (used < N) dot = hn::Add(dot, hn::Zero(df));
     accumulate(t, dot);
   }
 }
@@ -1207,10 +1208,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
         }
       }
     };
-    if (C == int64_t(N)) return rows_of(std::integral_constant<int, 1>());
-    if (C == 2 * int64_t(N)) return rows_of(std::integral_constant<int, 2>());
-    if (C == 3 * int64_t(N)) return rows_of(std::integral_constant<int, 3>());
-    if (C == 4 * int64_t(N)) return rows_of(std::integral_constant<int, 4>());
+    if (WithRowVectors(C, N, rows_of)) return;
     for (size_t j = 0; j < count; ++j) {
       const T* grow = rows + int64_t(j) * E;
       for (int t = 0; t < kTaps; ++t) {
