@@ -184,6 +184,19 @@ HWY_INLINE hn::Vec<DF> LoadPoints(DF df, const S* base, int64_t stride, size_t c
   }
 }
 
+// Prefetches `bytes` bytes from `ahead` bytes past each of `planes` planes at base + c * stride
+// (elements): the channel planes that a loop over points reads side by side, more streams than
+// the hardware prefetchers follow. Integer arithmetic: the lines may lie past the tensor.
+template <class S>
+HWY_INLINE void PrefetchPlanes(const S* base, int64_t stride, int64_t planes, int64_t ahead,
+                               int64_t bytes) {
+  const uintptr_t b = reinterpret_cast<uintptr_t>(base) + uintptr_t(ahead);
+  for (int64_t c = 0; c < planes; ++c)
+    for (int64_t at = 0; at < bytes; at += 64)
+      __builtin_prefetch(
+          reinterpret_cast<const void*>(b + uintptr_t(c * stride) * sizeof(S) + uintptr_t(at)));
+}
+
 // Stores lanes i < count to base[i * stride], rounded as Elem<S>::store does.
 template <class DF, class S>
 HWY_INLINE void StorePoints(DF df, hn::Vec<DF> v, S* base, int64_t stride, size_t count) {
@@ -540,6 +553,8 @@ HWY_INLINE void ForEachSlabRow(const Args& a, int64_t z0, int64_t z1, F&& f) {
 // cache lines) of kBlockC planes at a time into a stack tile.
 constexpr int64_t kBlock = 64;
 constexpr int64_t kBlockC = 16;
+// How far ahead (bytes) loops over points prefetch the channel planes they read: a few blocks.
+constexpr int64_t kPlanesAhead = 1024;
 
 // For points j < cnt: rows(j, f) calls f(T* row) for each destination row of point j; row[c] (for
 // c < C) receives plane c's element j: src[c * sc + j * sx], converted to T.
@@ -550,6 +565,7 @@ HWY_INLINE void PlanesToRows(DF df, const S* src, int64_t sx, int64_t sc, size_t
   const size_t N = hn::Lanes(df);
   alignas(64) T tile[kBlockC][kBlock];  // [channel][point]
   const auto across = LaneOffsets(df, kBlock);
+  if (sx == 1) PrefetchPlanes(src, sc, C, kPlanesAhead, int64_t(cnt * sizeof(S)));
   for (int64_t c0 = 0; c0 < C; c0 += kBlockC) {
     const int64_t cc = std::min(kBlockC, C - c0);
     for (int64_t c = 0; c < cc; ++c)
@@ -619,15 +635,26 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
 // Forward. SI: the element type of Args::in (S, or T when packed).
 
 // Prefetches (for writing if kWrite) the rows of `bytes` bytes at base + tab.off[t][j] for every
-// tap_step-th tap t and lanes j < count. An invalid tap's offset is 0: harmless.
+// tap_step-th tap t and lanes j < count. An invalid tap's offset is 0: harmless. Full vectors of
+// rows of one or two cache lines (the common case) take unrolled loops of two instructions per
+// line: the prefetches of a vector are many, and each was once a loop iteration.
 template <bool kWrite, class E, class Table>
 HWY_INLINE void PrefetchRows(const E* base, const Table& tab, int tap_step, size_t count,
                              int64_t bytes) {
+  constexpr size_t kN = Table::kN;
+  auto lines = [&](auto per_row) HWY_ATTR {
+    for (int t = 0; t < Table::kTaps; t += tap_step)
+      for (size_t j = 0; j < kN; ++j) {
+        const char* row = reinterpret_cast<const char*>(base + tab.off[t][j]);
+        for (int b = 0; b < decltype(per_row)::value; ++b) __builtin_prefetch(row + 64 * b, kWrite);
+      }
+  };
+  if (count == kN && bytes <= 64) return lines(std::integral_constant<int, 1>());
+  if (count == kN && bytes <= 128) return lines(std::integral_constant<int, 2>());
   for (int t = 0; t < Table::kTaps; t += tap_step)
     for (size_t j = 0; j < count; ++j) {
       const char* row = reinterpret_cast<const char*>(base + tab.off[t][j]);
-      __builtin_prefetch(row, kWrite);
-      for (int64_t b = 64; b < bytes; b += 64) __builtin_prefetch(row + b, kWrite);
+      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, kWrite);
     }
 }
 
@@ -1090,6 +1117,7 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     PointPipeline<S, SI, D, NT>(a, n, o0, o1, true, [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
       const size_t count = q.count;
       const S* go = gout + q.fo;
+      if (os1 != 1 && a.inner_feat == 1) PrefetchPlanes(go, os1, p.C, kPlanesAhead, 64);
       hn::Vec<DF> gacc[D];
       GridGradSums<DF, SI, D, NT>(
           df, a, in, q.tab,
