@@ -1,18 +1,20 @@
 #!/usr/bin/python3
 """Issue 3's benchmark table: gridsample (bench/gridsample_bench) against Debian's PyTorch.
 
-Runs, in one process tree and one sitting, every case of the suite through our Google Benchmark
-program (JSON output, medians of repetitions) and through PyTorch's aten kernels with the same
-thread count, then prints per case and direction: our median, PyTorch's median, the speed-up, the
-bytes the operator must move (read gradOutput/input/grid once, write inputGrad/gridGrad or out
-once), the time those bytes take at the machine's copy bandwidth (measured by the benchmark
-program's memory/copy case, bytes read + written per second) and our time as a multiple of that
-floor. Then it checks the issue's targets.
+Times, in one sitting, every case of the suite through our Google Benchmark program and through
+PyTorch's aten kernels with the same thread count, case by case and in turns: each of R rounds
+runs our program once for the case (one repetition of --min-time; a 16-bit case's FLOAT twin
+too) and then PyTorch's kernels once per direction, so that both sides of a ratio are timed in the
+same minute of a shared machine. It prints per case and direction: our median, PyTorch's median,
+the speed-up (the ratio of the medians), the bytes the operator must move (read gradOutput/input/
+grid once, write inputGrad/gridGrad or out once), the time those bytes take at the machine's copy
+bandwidth (the benchmark program's memory/copy case, bytes read + written per second, median of R)
+and our time as a multiple of that floor. Then it checks the issue's targets.
 
 Usage: /usr/bin/python3 tools/bench_vs_torch.py [--bench build/bench/bench/gridsample_bench]
            [--threads 2] [--repetitions 5] [--min-time 0.5] [--filter REGEX]
-Run it on a quiet machine if you can: both sides are timed in turns, so load from other work
-lands on both, but medians of few repetitions still move with it.
+Run it on a quiet machine if you can: the turns put load from other work on both sides, but
+medians of few rounds still move with it.
 """
 import argparse
 import json
@@ -46,21 +48,19 @@ DTYPES = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16,
           "f16": torch.float16}
 
 
-def run_ours(bench, threads, reps, min_time, flt):
+def run_ours(bench, threads, min_time, flt):
+    """One run of the benchmarks matching flt: {name: seconds}, {name: bytes per second}."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env.pop("GRIDSAMPLE_IMPL", None)
-    cmd = [bench, "--benchmark_format=json", f"--benchmark_repetitions={reps}",
-           "--benchmark_report_aggregates_only=true", f"--benchmark_min_time={min_time}",
+    cmd = [bench, "--benchmark_format=json", f"--benchmark_min_time={min_time}",
            f"--benchmark_filter={flt}"]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-    medians, rates = {}, {}
+    times, rates = {}, {}
     for b in json.loads(out)["benchmarks"]:
-        if b.get("aggregate_name") != "median":
-            continue
         name = b["run_name"].replace("/real_time", "")
-        medians[name] = b["real_time"] / 1e3  # ms -> s
+        times[name] = b["real_time"] / 1e3  # ms -> s
         rates[name] = b.get("bytes_per_second")
-    return medians, rates
+    return times, rates
 
 
 def torch_inputs(case, seed=20240601):
@@ -76,7 +76,8 @@ def torch_inputs(case, seed=20240601):
     return x, grid, go
 
 
-def time_torch(case, backward, reps):
+def torch_call(case, backward):
+    """A function that runs PyTorch's kernel on the case's inputs once, or None and why not."""
     nd, _, _, _, _, mode, pad, ac, _, _ = case
     x, grid, go = torch_inputs(case)
     if backward:
@@ -90,12 +91,13 @@ def time_torch(case, backward, reps):
         fn()  # warm-up, and the check that this dtype is implemented
     except RuntimeError as e:
         return None, str(e).splitlines()[0]
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), None
+    return fn, None
+
+
+def seconds(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def main():
@@ -110,24 +112,38 @@ def main():
 
     names = [k for k in CASES if re.search(args.filter, k)]
     torch.set_num_threads(args.threads)
-    flt = "^(suite/(" + "|".join(names) + ")/|extra/|memory/copy)"
-    ours, rates = run_ours(args.bench, args.threads, args.repetitions, args.min_time, flt)
-    copy_bw = rates.get("memory/copy")
+    median = lambda xs: statistics.median(xs) if xs else None  # noqa: E731
+    copy_rates = [run_ours(args.bench, args.threads, args.min_time, "^memory/copy/")[1]
+                  ["memory/copy"] for _ in range(args.repetitions)]
+    copy_bw = median([r for r in copy_rates if r])
 
     rows, notes = [], []
     for name in names:
+        twin = FLOAT_TWIN.get(name)
+        flt = f"^(suite/{name}/" + (f"|{twin}/" if twin else "") + ")"
+        calls = {d: torch_call(CASES[name], d == "bwd") for d in ("fwd", "bwd")}
+        ours, theirs, moved = {}, {"fwd": [], "bwd": []}, {}
+        for _ in range(args.repetitions):  # in turns (see the module's doc)
+            times, r = run_ours(args.bench, args.threads, args.min_time, flt)
+            for k, v in times.items():
+                ours.setdefault(k, []).append(v)
+                if r.get(k):
+                    moved[k] = r[k] * v  # the case's bytes (the same in every run)
+            for d, (fn, _) in calls.items():
+                if fn:
+                    theirs[d].append(seconds(fn))
         for direction in ("fwd", "bwd"):
             key = f"suite/{name}/{direction}"
-            mine = ours.get(key)
-            theirs, err = time_torch(CASES[name], direction == "bwd", args.repetitions)
-            if err:
-                notes.append(f"{key}: PyTorch: {err}")
-            nbytes = rates.get(key, 0) * mine if mine and rates.get(key) else None
+            mine = median(ours.get(key))
+            if calls[direction][1]:
+                notes.append(f"{key}: PyTorch: {calls[direction][1]}")
+            nbytes = moved.get(key)
             floor = nbytes / copy_bw if nbytes and copy_bw else None
-            twin = ours.get(f"{FLOAT_TWIN[name]}/{direction}") if name in FLOAT_TWIN else None
-            rows.append((name, direction, mine, theirs, nbytes, floor, twin))
+            flt_twin = median(ours.get(f"{twin}/{direction}")) if twin else None
+            rows.append((name, direction, mine, median(theirs[direction]), nbytes, floor,
+                         flt_twin))
 
-    print(f"threads: {args.threads}, repetitions: {args.repetitions} (medians), torch "
+    print(f"threads: {args.threads}, rounds: {args.repetitions} (medians), torch "
           f"{torch.__version__}, copy bandwidth {copy_bw / 1e9:.2f} GB/s (read + write)"
           if copy_bw else "copy bandwidth: not measured")
     hdr = (f"{'case':26} {'dir':3} {'ours ms':>9} {'torch ms':>9} {'speed-up':>8} "
