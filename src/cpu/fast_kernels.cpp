@@ -861,11 +861,13 @@ void Unpack(const Args& a, int64_t n, const TOf<S>* acc, int64_t c0, int64_t c1,
   });
 }
 
-// The outermost-axis taps of a vector of points, per lane: index and validity (as in TapTable).
+// The slabs each lane's point adds to (NOTE [ Slabs ]): the slab of each valid tap along the
+// outermost axis, in tap order, without repeats -- slab[i][j] for i < count[j]; none when no tap
+// is valid.
 template <class DF, int NT>
 struct OuterTaps {
-  alignas(64) hn::TFromD<DF> zpos[NT][kMaxLanes<DF>];
-  alignas(64) TIOf<DF> zvalid[NT][kMaxLanes<DF>];
+  alignas(64) TIOf<DF> slab[NT][kMaxLanes<DF>];
+  alignas(64) TIOf<DF> count[kMaxLanes<DF>];
 };
 
 template <class DF, int D, int NT>
@@ -873,32 +875,42 @@ HWY_INLINE void ComputeOuterTaps(DF df, const Args& a, Lanes<DF> g, OuterTaps<DF
   const DIOf<DF> di;
   AxisLanes<DF, NT> ax;
   const auto pv = AxisTapsV<DF, NT>(g, a.size[D - 1], a.p->padding, a.p->align_corners, &ax);
+  hn::Vec<DIOf<DF>> sl[NT];  // each tap's slab (0 for an invalid tap)
+  hn::Mask<DIOf<DF>> ok[NT];
   for (int k = 0; k < NT; ++k) {
-    hn::Store(ax.pos[k].v, df, z->zpos[k]);
-    hn::Store(hn::BitCast(di, hn::VecFromMask(df, (pv & ax.ok[k]).m)), di, z->zvalid[k]);
+    sl[k] = hn::ShiftRightSame(hn::ConvertTo(di, ax.pos[k].v), a.slab_shift);
+    ok[k] = hn::RebindMask(di, (pv & ax.ok[k]).m);
   }
-}
-
-// The slabs lane j's point adds to (NOTE [ Slabs ]): the slab of each valid tap along the
-// outermost axis, in tap order, without repeats; none when no tap is valid.
-template <int NT, class Z>
-HWY_INLINE int SlabsOf(const Z& z, size_t j, int shift, int64_t out[NT]) {
-  if constexpr (NT == 2) {
-    const bool v0 = z.zvalid[0][j] != 0, v1 = z.zvalid[1][j] != 0;
-    const int64_t s0 = int64_t(z.zpos[0][j]) >> shift, s1 = int64_t(z.zpos[1][j]) >> shift;
-    out[0] = v0 ? s0 : s1;
-    out[1] = s1;
-    return int(v0) + int(v1 && !(v0 && s0 == s1));
+  const auto one = hn::Set(di, 1);
+  if constexpr (NT == 1) {
+    hn::Store(sl[0], di, z->slab[0]);
+    hn::Store(hn::IfThenElseZero(ok[0], one), di, z->count);
+  } else if constexpr (NT == 2) {
+    // The first valid tap's slab, then the second tap's if it is valid and another slab.
+    const auto second = hn::AndNot(hn::And(ok[0], hn::Eq(sl[0], sl[1])), ok[1]);
+    hn::Store(hn::IfThenElse(ok[0], sl[0], sl[1]), di, z->slab[0]);
+    hn::Store(sl[1], di, z->slab[1]);
+    hn::Store(hn::Add(hn::IfThenElseZero(ok[0], one), hn::IfThenElseZero(second, one)), di,
+              z->count);
+  } else {
+    alignas(64) TIOf<DF> slab[NT][kMaxLanes<DF>], valid[NT][kMaxLanes<DF>];
+    for (int k = 0; k < NT; ++k) {
+      hn::Store(sl[k], di, slab[k]);
+      hn::Store(hn::VecFromMask(di, ok[k]), di, valid[k]);
+    }
+    for (size_t j = 0; j < hn::Lanes(df); ++j) {
+      TIOf<DF> out[NT] = {};
+      int m = 0;
+      for (int k = 0; k < NT; ++k) {
+        if (valid[k][j] == 0) continue;
+        bool seen = false;
+        for (int i = 0; i < m; ++i) seen = seen || out[i] == slab[k][j];
+        if (!seen) out[m++] = slab[k][j];
+      }
+      for (int i = 0; i < NT; ++i) z->slab[i][j] = out[i];
+      z->count[j] = m;
+    }
   }
-  int m = 0;
-  for (int k = 0; k < NT; ++k) {
-    if (z.zvalid[k][j] == 0) continue;
-    const int64_t s = int64_t(z.zpos[k][j]) >> shift;
-    bool seen = false;
-    for (int i = 0; i < m; ++i) seen = seen || out[i] == s;
-    if (!seen) out[m++] = s;
-  }
-  return m;
 }
 
 template <class S, int D, int NT>
@@ -930,15 +942,14 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
                     if (fill)
                       for (int d = 0; d < D; ++d) hn::Store(g[d].v, df, gbuf[d]);
                     for (size_t j = 0; j < count; ++j) {
-                      int64_t sl[NT];
-                      const int m = SlabsOf<NT>(z, j, a.slab_shift, sl);
+                      const int m = int(z.count[j]);
                       if (!fill) {
-                        for (int i = 0; i < m; ++i) ++pos[sl[i]];
+                        for (int i = 0; i < m; ++i) ++pos[z.slab[i][j]];
                         continue;
                       }
                       nslots[v + j] = m;
                       for (int i = 0; i < m; ++i) {
-                        const int64_t slot = pos[sl[i]]++;
+                        const int64_t slot = pos[z.slab[i][j]]++;
                         slots[v + j][i] = slot;
                         for (int d = 0; d < D; ++d) pay[slot * E + d] = gbuf[d][j];
                       }
@@ -1067,19 +1078,24 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   // Gathered channels, with the same arithmetic: partial sum i takes channels i, i + N, ... and,
   // where the last vector of a row is partial, the zero its missing lane adds; then the partial
   // sums are added in order.
+  if (size_t(C) <= N) {
+    // One product per partial sum, and partial sums i >= C are +0: (+0 + x0) + (+0 + x1) + ...
+    // + 0 is the plain sum from +0 (a sum that starts at +0 is never -0, so the zeros change
+    // nothing). The gradOutput vectors are loaded once for all taps.
+    hn::Vec<DF> gov[kN];
+    for (int64_t c = 0; c < C; ++c) gov[c] = go(c);
+    for (int t = 0; t < kTaps; ++t) {
+      const auto off = hn::Load(di, tab.off[t]);
+      auto dot = hn::Zero(df);
+      for (int64_t c = 0; c < C; ++c)
+        dot = hn::Add(dot, hn::Mul(GatherInput(df, in + c * a.in_c, off), gov[c]));
+      accumulate(t, dot);
+    }
+    return;
+  }
   const size_t tail = size_t(C) % N;
   for (int t = 0; t < kTaps; ++t) {
     const auto off = hn::Load(di, tab.off[t]);
-    if (size_t(C) <= N) {
-      // One product per partial sum, and partial sums i >= C are +0: (+0 + x0) + (+0 + x1) + ...
-      // + 0 is the plain sum from +0 (a sum that starts at +0 is never -0, so the zeros change
-      // nothing).
-      auto dot = hn::Zero(df);
-      for (int64_t c = 0; c < C; ++c)
-        dot = hn::Add(dot, hn::Mul(GatherInput(df, in + c * a.in_c, off), go(c)));
-      accumulate(t, dot);
-      continue;
-    }
     hn::Vec<DF> part[kN];
     for (size_t i = 0; i < N; ++i) part[i] = hn::Zero(df);
     for (int64_t c = 0; c < C; ++c) {
