@@ -1193,6 +1193,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   struct Stage {
     Table tab;
     alignas(64) TIOf<DF> inside[kTaps][kMaxLanes<DF>];  // the tap is valid and inside the slab
+    alignas(64) TIOf<DF> all_inside[kMaxLanes<DF>];     // every tap is (the common case)
     int64_t e;
     size_t count;
   };
@@ -1210,25 +1211,35 @@ void Slab(const Args& a, int64_t n, int64_t s) {
       const Lanes<DF> z(hn::Load(df, q.tab.zpos[k]));
       zin[k] = (z >= lo) & (z < hi);
     }
+    auto all = zin[0].m;
     for (int t = 0; t < kTaps; ++t) {
       const auto m = hn::And(ValidMask(df, q.tab, t), zin[t / kZStride].m);
       hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, q.inside[t]);
+      all = hn::And(all, m);
     }
+    hn::Store(hn::BitCast(di, hn::VecFromMask(df, all)), di, q.all_inside);
     PrefetchRows<true>(acc, q.tab, tap_step, q.count, acc_row_bytes);
   };
 
+  alignas(64) T prod[kTaps][kMaxLanes<DF>] = {};  // per tap and lane, w * gradOutput
   auto process = [&](const Stage& q) HWY_ATTR {
     const size_t count = q.count;
     const T* rows = pay + q.e * E + D;  // lane j's gradOutput row: rows + j * E
     const Table& st = q.tab;
     if (!a.rows_acc) {
       // Per channel; points in list (increasing) order, each point's taps in cpu:ref's order.
+      // The products w * gradOutput are formed for the vector at once (the same roundings).
       for (int64_t c = 0; c < C; ++c) {
         T* acc_c = acc + c * a.acc_c;
+        const auto g = LoadPoints(df, rows + c, E, count);
+        for (int t = 0; t < kTaps; ++t) hn::Store(hn::Mul(hn::Load(df, st.w[t]), g), df, prod[t]);
         for (size_t j = 0; j < count; ++j) {
-          const T gj = rows[int64_t(j) * E + c];
-          for (int t = 0; t < kTaps; ++t)
-            if (q.inside[t][j] != 0) acc_c[st.off[t][j]] += st.w[t][j] * gj;
+          if (q.all_inside[j] != 0) {
+            for (int t = 0; t < kTaps; ++t) acc_c[st.off[t][j]] += prod[t][j];
+          } else {
+            for (int t = 0; t < kTaps; ++t)
+              if (q.inside[t][j] != 0) acc_c[st.off[t][j]] += prod[t][j];
+          }
         }
       }
       return;
