@@ -421,6 +421,7 @@ HWY_INLINE void BuildTaps(const Args& a, const Lanes<DF> g[D], size_t count, con
   for (int d = 0; d < D; ++d)
     for (int k = 0; k < NT; ++k) offs[d][k] = AxisOffset(df, ax[d].pos[k], sp[d]);
 
+#pragma GCC unroll 64
   for (int t = 0; t < kTapCount<NT, D>; ++t) {
     int k[D];
     for (int d = 0, r = t; d < D; ++d, r /= NT) k[d] = r % NT;
