@@ -929,7 +929,10 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
   if (!fill) std::fill_n(pos, a.slabs, 0);
   const int64_t o0 = chunk * a.bin_chunk, o1 = std::min(a.points, o0 + a.bin_chunk);
   OuterTaps<DF, NT> z;
-  alignas(64) T gbuf[D][kMaxLanes<DF>] = {};
+  // Grid values, and gradOutput when its rows are this short (copied with them, not as rows).
+  constexpr int64_t kShortC = 4;
+  const bool short_rows = C < kShortC;
+  alignas(64) T gbuf[D + kShortC][kMaxLanes<DF>] = {};
   int64_t slots[kBlock][NT];
   int nslots[kBlock];
   // Blocks of kBlock points (NOTE [ Plane blocks ]), each handled kMaxLanes at a time.
@@ -940,8 +943,13 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
                     Lanes<DF> g[D];
                     LoadGrid<DF, S, D>(df, a, grid, go + int64_t(v) * a.inner_grid, count, g);
                     ComputeOuterTaps<DF, D, NT>(df, a, g[D - 1], &z);
-                    if (fill)
+                    if (fill) {
                       for (int d = 0; d < D; ++d) hn::Store(g[d].v, df, gbuf[d]);
+                      const S* gv = gout + fo + int64_t(v) * a.inner_feat;
+                      for (int64_t c = 0; short_rows && c < C; ++c)
+                        hn::Store(LoadPoints(df, gv + c * os1, a.inner_feat, count), df,
+                                  gbuf[D + c]);
+                    }
                     for (size_t j = 0; j < count; ++j) {
                       const int m = int(z.count[j]);
                       if (!fill) {
@@ -953,10 +961,12 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
                         const int64_t slot = pos[z.slab[i][j]]++;
                         slots[v + j][i] = slot;
                         for (int d = 0; d < D; ++d) pay[slot * E + d] = gbuf[d][j];
+                        for (int64_t c = 0; short_rows && c < C; ++c)
+                          pay[slot * E + D + c] = gbuf[D + c][j];
                       }
                     }
                   }
-                  if (!fill) return;
+                  if (!fill || short_rows) return;
                   // gradOutput of the block's points into their entries' rows.
                   auto each_row = [&](size_t j, auto&& f) HWY_ATTR {
                     for (int i = 0; i < nslots[j]; ++i) f(pay + slots[j][i] * E + D);
