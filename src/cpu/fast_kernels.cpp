@@ -636,26 +636,17 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
 // Forward. SI: the element type of Args::in (S, or T when packed).
 
 // Prefetches (for writing if kWrite) the rows of `bytes` bytes at base + tab.off[t][j] for every
-// tap_step-th tap t and lanes j < count. An invalid tap's offset is 0: harmless. Full vectors of
-// rows of one or two cache lines (the common case) take unrolled loops of two instructions per
-// line: the prefetches of a vector are many, and each was once a loop iteration.
+// tap_step-th tap t and lanes j < count. An invalid tap's offset is 0: harmless. (A loop, not
+// unrolled: prefetches issued back to back fill the miss buffers and stall the loads behind
+// them; unrolled, the forward of a C = 16 case ran twice as long.)
 template <bool kWrite, class E, class Table>
 HWY_INLINE void PrefetchRows(const E* base, const Table& tab, int tap_step, size_t count,
                              int64_t bytes) {
-  constexpr size_t kN = Table::kN;
-  auto lines = [&](auto per_row) HWY_ATTR {
-    for (int t = 0; t < Table::kTaps; t += tap_step)
-      for (size_t j = 0; j < kN; ++j) {
-        const char* row = reinterpret_cast<const char*>(base + tab.off[t][j]);
-        for (int b = 0; b < decltype(per_row)::value; ++b) __builtin_prefetch(row + 64 * b, kWrite);
-      }
-  };
-  if (count == kN && bytes <= 64) return lines(std::integral_constant<int, 1>());
-  if (count == kN && bytes <= 128) return lines(std::integral_constant<int, 2>());
   for (int t = 0; t < Table::kTaps; t += tap_step)
     for (size_t j = 0; j < count; ++j) {
       const char* row = reinterpret_cast<const char*>(base + tab.off[t][j]);
-      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, kWrite);
+      __builtin_prefetch(row, kWrite);
+      for (int64_t b = 64; b < bytes; b += 64) __builtin_prefetch(row + b, kWrite);
     }
 }
 
