@@ -326,14 +326,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // src/cpu/fast_kernels.cpp): a gridGrad whose terms cancel is rounding noise of the size of
     // its terms, so it is measured against a tenth of their size, as the torch cross-check does
     // (NOTE [ error floor ] in tools/torch_crosscheck.py).
-    double amax_in = 0, amax_go = 0, m_max = 0;
+    double amax_in = 0, amax_go = 0;
     for (int64_t i = 0; i < in.numel(); ++i) amax_in = std::max(amax_in, std::fabs(in.get(i)));
     for (int64_t i = 0; i < go.numel(); ++i) amax_go = std::max(amax_go, std::fabs(go.get(i)));
-    for (int a = 0; a < p.nd; ++a) {
-      const double s = double(p.axis_size(a));
-      m_max = std::max(m_max, p.align ? (s - 1) / 2 : s / 2);
-    }
-    expect_close(gg, rgg, "gridGrad", 0.1 * double(p.c) * amax_in * amax_go * m_max);
+    expect_close(gg, rgg, "gridGrad",
+                 gstest::grid_grad_floor(p.c, amax_in, amax_go, p.in, p.nd, p.align));
   }
 
   bool any_nothing = false;

@@ -104,4 +104,15 @@ inline void from_double(aclDataType t, double v, void* p) {
   }
 }
 
+// The gridGrad error floor (NOTE [ gridGrad tolerance ] in support.h): a tenth of the size of the
+// terms a gridGrad element sums, C * max|input| * max|gradOutput| * the largest unnormalization
+// factor over the input sizes `sizes[0..nd)`.
+inline double grid_grad_floor(int64_t C, double amax_in, double amax_go, const int64_t* sizes,
+                              int nd, bool align_corners) {
+  double m_max = 0;
+  for (int i = 0; i < nd; ++i)
+    m_max = std::max(m_max, align_corners ? double(sizes[i] - 1) / 2 : double(sizes[i]) / 2);
+  return 0.1 * double(C) * amax_in * amax_go * m_max;
+}
+
 }  // namespace gstest

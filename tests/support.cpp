@@ -194,10 +194,8 @@ double grid_grad_floor(const HostTensor& input, const HostTensor& grad_out, int6
       if (std::isfinite(x)) m = std::max(m, std::fabs(x));
     return m;
   };
-  double m_max = 0;
-  for (int64_t s : in_spatial)
-    m_max = std::max(m_max, align_corners ? double(s - 1) / 2 : double(s) / 2);
-  return 0.1 * double(C) * amax(input.values()) * amax(grad_out.values()) * m_max;
+  return grid_grad_floor(C, amax(input.values()), amax(grad_out.values()), in_spatial.data(),
+                         int(in_spatial.size()), align_corners);
 }
 
 }  // namespace gstest

@@ -194,17 +194,37 @@ Outputs run(const Case& c, const Inputs& in, const char* impl) {
   return ::testing::AssertionSuccess();
 }
 
+// Sets the OpenMP thread count (where there is OpenMP); returns the previous one.
+int set_threads(int n) {
+#if defined(_OPENMP)
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(n);
+  return saved;
+#else
+  (void)n;
+  return 1;
+#endif
+}
+
+// cpu:fast against cpu:ref, with 1 thread and with 3: with as many items as threads, the backward
+// runs one call per item (NOTE [ Item backward ] in src/cpu/fast.cpp), else through slabs.
 void check_case(const Case& c, const std::string& target) {
   SCOPED_TRACE(c.name() + " target " + target);
   const Inputs in = make_inputs(c);
   const Outputs ref = run(c, in, "cpu:ref");
-  const Outputs fast = run(c, in, "cpu:fast");
-  EXPECT_TRUE(same_bits(fast.out, ref.out)) << "out";
-  EXPECT_TRUE(same_bits(fast.ig, ref.ig)) << "inputGrad";
-  EXPECT_EQ(
-      grid_grad_mismatch(c.dt, fast.gg, ref.gg, grid_grad_floor(in.x, in.go, c.C, c.in, c.m.align)),
-      "")
-      << "gridGrad";
+  const int saved = set_threads(1);
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    set_threads(threads);
+    const Outputs fast = run(c, in, "cpu:fast");
+    EXPECT_TRUE(same_bits(fast.out, ref.out)) << "out";
+    EXPECT_TRUE(same_bits(fast.ig, ref.ig)) << "inputGrad";
+    EXPECT_EQ(grid_grad_mismatch(c.dt, fast.gg, ref.gg,
+                                 grid_grad_floor(in.x, in.go, c.C, c.in, c.m.align)),
+              "")
+        << "gridGrad";
+  }
+  set_threads(saved);
 }
 
 struct Config {

@@ -18,7 +18,8 @@
 //   gradOutput over channels (along rows, or gathered), then the weight derivatives times it, in
 //   tap order (NOTE [ gridGrad order ]).
 // - inputGrad, slab by slab (NOTE [ Slabs ] in fast.cpp): over channel rows (or per channel),
-//   point by point in list order, taps in cpu:ref's order.
+//   point by point in list order, taps in cpu:ref's order; or item by item, together with
+//   gridGrad, in point order (NOTE [ Item backward ] in fast.cpp).
 #include "cpu/fast_kernels.h"
 
 #include <algorithm>
@@ -661,10 +662,11 @@ struct PointVector {
 // Calls process(v) for the vectors of output points [o0, o1) of item n, in order, with their taps
 // in the strides of Args::in (with weight derivatives if want_wg). Grids that jump around the
 // input make every tap a cache miss: the taps of a vector are computed kAhead vectors before it
-// is processed, and its input rows prefetched.
+// is processed, and its input rows prefetched (and, given `acc`, the rows at the same offsets
+// there, for writing).
 template <class S, class SI, int D, int NT, class Process>
 HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, bool want_wg,
-                              Process&& process) {
+                              Process&& process, const SI* acc = nullptr) {
   using DF = DFOf<S>;
   const size_t N = hn::Lanes(DF());
   const Problem& p = *a.p;
@@ -687,6 +689,7 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
                   q.fo = fo;
                   q.ggo = ggo;
                   PrefetchRows<false>(in, q.tab, tap_step, count, row_bytes);
+                  if (acc != nullptr) PrefetchRows<true>(acc, q.tab, tap_step, count, row_bytes);
                   ++issued;
                   if (issued - done > kAhead) process(ring[done++ % (kAhead + 1)]);
                 });
@@ -1111,15 +1114,43 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   }
 }
 
+// gridGrad of a vector of points of an item (`in`, gradOutput `gout` and gridGrad `gg` at the
+// item's start), each point computed alone (GridGradSums). SI: the element type of Args::in.
+template <class S, class SI, int D, int NT, class DF>
+HWY_INLINE void GridGradVector(const Args& a, const SI* in, const S* gout, S* gg,
+                               const PointVector<DF, D, NT>& q) {
+  using T = TOf<S>;
+  const DF df;
+  const DIOf<DF> di;
+  const Problem& p = *a.p;
+  const int64_t os1 = p.out.stride[1];
+  const size_t count = q.count;
+  const S* go = gout + q.fo;
+  if (os1 != 1 && a.inner_feat == 1) PrefetchPlanes(go, os1, p.C, kPlanesAhead, 64);
+  hn::Vec<DF> gacc[D];
+  GridGradSums<DF, SI, D, NT>(
+      df, a, in, q.tab,
+      [&](int64_t c) HWY_ATTR { return LoadPoints(df, go + c * os1, a.inner_feat, count); },
+      [&](size_t j) HWY_ATTR -> const T* {
+        if constexpr (std::is_same_v<S, T>) {
+          if (os1 == 1) return go + int64_t(j < count ? j : 0) * a.inner_feat;
+        }
+        return nullptr;
+      },
+      gacc);
+  const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
+  for (int d = 0; d < D; ++d)
+    gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
+  StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
+}
+
 // gridGrad of output points [o0, o1) of item n, in point order, each point computed alone with
 // cpu:ref's arithmetic (GridGradSums); 0 for nearest (SPEC §4.4). SI: the element type of
 // Args::in.
 template <class S, class SI, int D, int NT>
 void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   using DF = DFOf<S>;
-  using T = TOf<S>;
   const DF df;
-  const DIOf<DF> di;
   const Problem& p = *a.p;
   S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
   if constexpr (NT == 1) {
@@ -1131,26 +1162,8 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   } else {
     const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
     const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
-    const int64_t os1 = p.out.stride[1];
     PointPipeline<S, SI, D, NT>(a, n, o0, o1, true, [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
-      const size_t count = q.count;
-      const S* go = gout + q.fo;
-      if (os1 != 1 && a.inner_feat == 1) PrefetchPlanes(go, os1, p.C, kPlanesAhead, 64);
-      hn::Vec<DF> gacc[D];
-      GridGradSums<DF, SI, D, NT>(
-          df, a, in, q.tab,
-          [&](int64_t c) HWY_ATTR { return LoadPoints(df, go + c * os1, a.inner_feat, count); },
-          [&](size_t j) HWY_ATTR -> const T* {
-            if constexpr (std::is_same_v<S, T>) {
-              if (os1 == 1) return go + int64_t(j < count ? j : 0) * a.inner_feat;
-            }
-            return nullptr;
-          },
-          gacc);
-      const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
-      for (int d = 0; d < D; ++d)
-        gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
-      StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
+      GridGradVector<S, SI, D, NT>(a, in, gout, gg, q);
     });
   }
 }
@@ -1161,6 +1174,73 @@ void GridGrad(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     GridGradImpl<S, TOf<S>, D, NT>(a, n, o0, o1);
   else
     GridGradImpl<S, S, D, NT>(a, n, o0, o1);
+}
+
+// Adds w * gradOutput at the taps of a vector of `count` points to the accumulator, point by
+// point, each point's taps in cpu:ref's order; lane j's gradOutput channel c is go[j * ps + c * cs]
+// (cs = 1 when the accumulator is rows). Taps whose `inside` entry is 0 are skipped; `all_inside`
+// (or null) marks the lanes whose taps are all inside. prod: scratch.
+template <class DF, int D, int NT>
+HWY_INLINE void AddTaps(const Args& a, hn::TFromD<DF>* acc, const TapTable<DF, D, NT>& st,
+                        const TIOf<DF> (*inside)[kMaxLanes<DF>], const TIOf<DF>* all_inside,
+                        const hn::TFromD<DF>* go, int64_t ps, int64_t cs, size_t count,
+                        hn::TFromD<DF> (*prod)[kMaxLanes<DF>]) {
+  using T = hn::TFromD<DF>;
+  constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const int64_t C = a.p->C;
+  if (!a.rows_acc) {
+    // Per channel; points in list (increasing) order, each point's taps in cpu:ref's order.
+    // The products w * gradOutput are formed for the vector at once (the same roundings).
+    for (int64_t c = 0; c < C; ++c) {
+      T* acc_c = acc + c * a.acc_c;
+      const auto g = LoadPoints(df, go + c * cs, ps, count);
+      for (int t = 0; t < kTaps; ++t) hn::Store(hn::Mul(hn::Load(df, st.w[t]), g), df, prod[t]);
+      for (size_t j = 0; j < count; ++j) {
+        if (all_inside != nullptr && all_inside[j] != 0) {
+          for (int t = 0; t < kTaps; ++t) acc_c[st.off[t][j]] += prod[t][j];
+        } else {
+          for (int t = 0; t < kTaps; ++t)
+            if (inside[t][j] != 0) acc_c[st.off[t][j]] += prod[t][j];
+        }
+      }
+    }
+    return;
+  }
+  // Rows: each point adds w * (its row of gradOutput) to the rows at its taps. With 1 to 4
+  // full vectors of channels, the gradOutput row is kept in registers.
+  auto rows_of = [&](auto vectors) HWY_ATTR {
+    constexpr int kV = decltype(vectors)::value;
+    for (size_t j = 0; j < count; ++j) {
+      const T* grow = go + int64_t(j) * ps;
+      hn::Vec<DF> gv[kV];
+      for (int v = 0; v < kV; ++v) gv[v] = hn::LoadU(df, grow + v * int64_t(N));
+      for (int t = 0; t < kTaps; ++t) {
+        if (inside[t][j] == 0) continue;
+        T* row = acc + st.off[t][j];
+        const auto w = hn::Set(df, st.w[t][j]);
+        for (int v = 0; v < kV; ++v) {
+          T* at = row + v * int64_t(N);
+          hn::StoreU(hn::Add(hn::LoadU(df, at), hn::Mul(w, gv[v])), df, at);
+        }
+      }
+    }
+  };
+  if (WithRowVectors(C, N, rows_of)) return;
+  for (size_t j = 0; j < count; ++j) {
+    const T* grow = go + int64_t(j) * ps;
+    for (int t = 0; t < kTaps; ++t) {
+      if (inside[t][j] == 0) continue;
+      T* row = acc + st.off[t][j];
+      const auto w = hn::Set(df, st.w[t][j]);
+      for (int64_t c = 0; c < C; c += int64_t(N)) {
+        const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
+        const auto gv = hn::Mul(w, LoadRow(df, grow + c, cn));
+        StoreRow(df, hn::Add(LoadRow(df, row + c, cn), gv), row + c, cn);
+      }
+    }
+  }
 }
 
 // inputGrad for slab s of item n (NOTE [ Slabs ] in fast.cpp).
@@ -1213,7 +1293,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
       const Lanes<DF> z(hn::Load(df, q.tab.zpos[k]));
       zin[k] = (z >= lo) & (z < hi);
     }
-    auto all = zin[0].m;
+    auto all = hn::FirstN(df, N);
     for (int t = 0; t < kTaps; ++t) {
       const auto m = hn::And(ValidMask(df, q.tab, t), zin[t / kZStride].m);
       hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, q.inside[t]);
@@ -1225,60 +1305,8 @@ void Slab(const Args& a, int64_t n, int64_t s) {
 
   alignas(64) T prod[kTaps][kMaxLanes<DF>] = {};  // per tap and lane, w * gradOutput
   auto process = [&](const Stage& q) HWY_ATTR {
-    const size_t count = q.count;
-    const T* rows = pay + q.e * E + D;  // lane j's gradOutput row: rows + j * E
-    const Table& st = q.tab;
-    if (!a.rows_acc) {
-      // Per channel; points in list (increasing) order, each point's taps in cpu:ref's order.
-      // The products w * gradOutput are formed for the vector at once (the same roundings).
-      for (int64_t c = 0; c < C; ++c) {
-        T* acc_c = acc + c * a.acc_c;
-        const auto g = LoadPoints(df, rows + c, E, count);
-        for (int t = 0; t < kTaps; ++t) hn::Store(hn::Mul(hn::Load(df, st.w[t]), g), df, prod[t]);
-        for (size_t j = 0; j < count; ++j) {
-          if (q.all_inside[j] != 0) {
-            for (int t = 0; t < kTaps; ++t) acc_c[st.off[t][j]] += prod[t][j];
-          } else {
-            for (int t = 0; t < kTaps; ++t)
-              if (q.inside[t][j] != 0) acc_c[st.off[t][j]] += prod[t][j];
-          }
-        }
-      }
-      return;
-    }
-    // Rows: each point adds w * (its row of gradOutput) to the rows at its taps. With 1 to 4
-    // full vectors of channels, the gradOutput row is kept in registers.
-    auto rows_of = [&](auto vectors) HWY_ATTR {
-      constexpr int kV = decltype(vectors)::value;
-      for (size_t j = 0; j < count; ++j) {
-        const T* grow = rows + int64_t(j) * E;
-        hn::Vec<DF> gv[kV];
-        for (int v = 0; v < kV; ++v) gv[v] = hn::LoadU(df, grow + v * int64_t(N));
-        for (int t = 0; t < kTaps; ++t) {
-          if (q.inside[t][j] == 0) continue;
-          T* row = acc + st.off[t][j];
-          const auto w = hn::Set(df, st.w[t][j]);
-          for (int v = 0; v < kV; ++v) {
-            T* at = row + v * int64_t(N);
-            hn::StoreU(hn::Add(hn::LoadU(df, at), hn::Mul(w, gv[v])), df, at);
-          }
-        }
-      }
-    };
-    if (WithRowVectors(C, N, rows_of)) return;
-    for (size_t j = 0; j < count; ++j) {
-      const T* grow = rows + int64_t(j) * E;
-      for (int t = 0; t < kTaps; ++t) {
-        if (q.inside[t][j] == 0) continue;
-        T* row = acc + st.off[t][j];
-        const auto w = hn::Set(df, st.w[t][j]);
-        for (int64_t c = 0; c < C; c += int64_t(N)) {
-          const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
-          const auto gv = hn::Mul(w, LoadRow(df, grow + c, cn));
-          StoreRow(df, hn::Add(LoadRow(df, row + c, cn), gv), row + c, cn);
-        }
-      }
-    }
+    AddTaps<DF, D, NT>(a, acc, q.tab, q.inside, q.all_inside, pay + q.e * E + D, E, 1, q.count,
+                       prod);
   };
 
   int64_t issued = 0, done = 0;
@@ -1291,10 +1319,43 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   if (a.acc_in_workspace) Unpack<S, D>(a, n, acc, 0, C, z0, z1);
 }
 
+// Both gradients of item n in one pass over its points, in point order (NOTE [ Item backward ] in
+// fast.cpp): the input and the accumulator share their offsets, so one tap table serves the
+// gridGrad sums and the inputGrad updates. FLOAT and DOUBLE, the accumulator in the view.
+template <class S, int D, int NT>
+void Item(const Args& a, int64_t n) {
+  using DF = DFOf<S>;
+  using T = TOf<S>;
+  if constexpr (std::is_same_v<S, T>) {
+    using Table = TapTable<DF, D, NT>;
+    const Problem& p = *a.p;
+    T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
+    ZeroRegion<T, D>(a, acc, 0, p.C, 0, a.size[D - 1]);
+    const S* in = reinterpret_cast<const S*>(a.in) + n * a.in_n;
+    const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+    // Nearest's gridGrad is 0 (GridGradImpl stores it); the others' is summed with the updates.
+    if (NT == 1 && p.want_grid_grad) GridGradImpl<S, S, D, NT>(a, n, 0, a.points);
+    S* gg =
+        p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
+    alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
+    PointPipeline<S, S, D, NT>(
+        a, n, 0, a.points, gg != nullptr,
+        [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
+          if (gg != nullptr) GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
+          AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, nullptr, gout + q.fo, a.inner_feat,
+                             p.out.stride[1], q.count, prod);
+        },
+        acc);
+  } else {
+    (void)a;
+    (void)n;
+  }
+}
+
 template <class S, int D, int NT>
 Kernels Make() {
-  return {&Pack<S, D>,    &Forward<S, D, NT>, &GridGrad<S, D, NT>,
-          &Bin<S, D, NT>, &Slab<S, D, NT>,    hwy::TargetName(HWY_TARGET)};
+  return {&Pack<S, D>,     &Forward<S, D, NT>, &GridGrad<S, D, NT>,        &Bin<S, D, NT>,
+          &Slab<S, D, NT>, &Item<S, D, NT>,    hwy::TargetName(HWY_TARGET)};
 }
 
 template <class S, int D>

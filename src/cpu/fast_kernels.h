@@ -3,8 +3,9 @@
 //
 // A kernel call does one unit of work and shares no written memory with any other call of the
 // same phase: a range of input or output points of one batch item (packing, forward, gridGrad,
-// binning), or one slab of one batch item (inputGrad). So the result of a call does not depend on
-// which thread runs it or on how the work was cut (NOTE [ Fast determinism ] in fast.cpp).
+// binning), one slab of one batch item (inputGrad), or one whole item (both gradients). So the
+// result of a call does not depend on which thread runs it or on how the work was cut
+// (NOTE [ Fast determinism ] in fast.cpp).
 #pragma once
 
 #include <cstdint>
@@ -77,6 +78,9 @@ struct Kernels {
   // listed point adds its taps inside the slab, in list order, then the region is copied or
   // rounded into inputGrad if the accumulator is in the workspace.
   void (*slab)(const Args& a, int64_t n, int64_t s);
+  // Both gradients of item n in one pass, in point order (FLOAT and DOUBLE, the accumulator in
+  // the inputGrad view with the input's strides): the work of its gridGrad and slab calls.
+  void (*item)(const Args& a, int64_t n);
   const char* target;  // the instruction set these kernels were compiled for
 };
 
