@@ -60,4 +60,12 @@ TEST(CppApi, ErrorsAreExceptionsWithStatusAndMessage) {
   }
 }
 
+TEST(CppApi, NumThreads) {
+  gridsample::set_num_threads(3);
+  EXPECT_EQ(gridsample::num_threads(), 3);
+  EXPECT_THROW(gridsample::set_num_threads(-2), gridsample::Error);
+  EXPECT_EQ(gridsample::num_threads(), 3);
+  gridsample::set_num_threads(0);
+}
+
 }  // namespace

@@ -20,11 +20,9 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <thread>
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
+#include "gridsample/gridsample.h"
 #include "support.h"
 
 using namespace gstest;
@@ -194,16 +192,11 @@ Outputs run(const Case& c, const Inputs& in, const char* impl) {
   return ::testing::AssertionSuccess();
 }
 
-// Sets the OpenMP thread count (where there is OpenMP); returns the previous one.
+// Sets this thread's run thread count (gridsampleSetNumThreads); returns the previous count.
 int set_threads(int n) {
-#if defined(_OPENMP)
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(n);
+  const int saved = gridsampleGetNumThreads();
+  EXPECT_EQ(gridsampleSetNumThreads(n), ACL_SUCCESS);
   return saved;
-#else
-  (void)n;
-  return 1;
-#endif
 }
 
 // cpu:fast against cpu:ref, with 1 thread and with 3: with as many items as threads, the backward
@@ -297,9 +290,6 @@ INSTANTIATE_TEST_SUITE_P(Fast, FastVsRef, ::testing::ValuesIn(all_configs()), co
 // slabs, and vectors are full: bit-identical results for 1, 2, 3 and 8 threads and repeated runs,
 // and the same comparison with cpu:ref as above.
 TEST(FastDeterminism, ThreadCounts) {
-#if !defined(_OPENMP)
-  GTEST_SKIP() << "built without OpenMP";
-#else
   std::vector<Case> cases;
   auto add = [&](int nd, int64_t N, int64_t C, std::vector<int64_t> in, std::vector<int64_t> out,
                  Modes m, aclDataType dt, bool cl) {
@@ -321,14 +311,14 @@ TEST(FastDeterminism, ThreadCounts) {
   add(3, 2, 8, {16, 10, 14}, {12, 12, 16}, {0, 2, false}, ACL_FLOAT, true);   // channel rows
   add(2, 1, 2, {40, 37}, {96, 100}, {2, 1, true}, ACL_DOUBLE, false);         // bicubic
   add(2, 3, 5, {31, 33}, {128, 150}, {1, 0, false}, ACL_FLOAT16, false);      // nearest, copy
-  const int saved = omp_get_max_threads();
+  const int saved = set_threads(1);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name());
     const Inputs in = make_inputs(c);
-    omp_set_num_threads(1);
+    set_threads(1);
     const Outputs first = run(c, in, "cpu:fast");
     for (int threads : {1, 2, 3, 8}) {
-      omp_set_num_threads(threads);
+      set_threads(threads);
       for (int rep = 0; rep < 2; ++rep) {
         SCOPED_TRACE("threads " + std::to_string(threads) + " run " + std::to_string(rep));
         const Outputs o = run(c, in, "cpu:fast");
@@ -339,8 +329,23 @@ TEST(FastDeterminism, ThreadCounts) {
     }
     check_case(c, "default");  // against cpu:ref, with 1 and 3 threads
   }
-  omp_set_num_threads(saved);
-#endif
+  set_threads(saved);
+}
+
+// gridsampleSetNumThreads applies to the calling thread only; 0 restores the default; a
+// negative count is refused and changes nothing.
+TEST(FastThreads, SettingIsPerCallingThread) {
+  const int fallback = gridsampleGetNumThreads();
+  ASSERT_EQ(gridsampleSetNumThreads(5), ACL_SUCCESS);
+  EXPECT_EQ(gridsampleGetNumThreads(), 5);
+  int other = -1;
+  std::thread([&] { other = gridsampleGetNumThreads(); }).join();
+  EXPECT_EQ(other, fallback);
+  EXPECT_EQ(gridsampleSetNumThreads(-1), ACL_ERROR_INVALID_PARAM);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("gridsampleSetNumThreads"), std::string::npos);
+  EXPECT_EQ(gridsampleGetNumThreads(), 5);
+  ASSERT_EQ(gridsampleSetNumThreads(0), ACL_SUCCESS);
+  EXPECT_EQ(gridsampleGetNumThreads(), fallback);
 }
 
 // The declared fallback: an input axis beyond the exact range of the vector index math is

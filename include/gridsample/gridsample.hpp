@@ -17,6 +17,7 @@
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "gridsample/gridsample.h"
 
 namespace gridsample {
 
@@ -147,5 +148,10 @@ inline void grid_sample_backward(const TensorView& grad_output, const TensorView
       m.get(), ig.get(), gg.get(), &ws, &ex));
   detail::run(ws, ex, is3d ? aclnnGridSampler3DBackward : aclnnGridSampler2DBackward);
 }
+
+// Threads for the operator calls made by this thread (0: OpenMP's default); results do not
+// depend on it.
+inline void set_num_threads(int n) { detail::check(gridsampleSetNumThreads(n)); }
+inline int num_threads() { return gridsampleGetNumThreads(); }
 
 }  // namespace gridsample

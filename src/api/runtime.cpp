@@ -8,6 +8,8 @@
 #include "aclnn/aclnn_base.h"
 #include "api/determinism.h"
 #include "core/error.h"
+#include "core/threads.h"
+#include "gridsample/gridsample.h"
 
 using gridsample::Error;
 using gridsample::record_error;
@@ -64,6 +66,13 @@ bool deterministic() { return g_deterministic.load() != 0; }
 extern "C" {
 
 const char* aclGetRecentErrMsg(void) { return gridsample::recent_error_message(); }
+
+aclError gridsampleSetNumThreads(int32_t n) {
+  if (n < 0) return invalid("gridsampleSetNumThreads: n must be 0 (the default) or positive");
+  gridsample::set_run_threads(n);
+  return ACL_SUCCESS;
+}
+int32_t gridsampleGetNumThreads(void) { return gridsample::run_threads(); }
 
 aclError aclInit(const char*) { return ACL_SUCCESS; }
 aclError aclFinalize(void) { return ACL_SUCCESS; }

@@ -9,11 +9,8 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/threads.h"
 #include "cpu/fast_kernels.h"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace gridsample::cpu {
 namespace {
@@ -35,14 +32,6 @@ using fast::Kernels;
 //   contributions in increasing output-point order, the order of cpu:ref. With enough items, an
 //   item call owns the item's inputGrad instead, in the same order (NOTE [ Item backward ]).
 // No atomics, no per-thread partial sums; threads only change who runs which call.
-
-int max_threads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -334,9 +323,9 @@ int64_t points_per_call(const Problem& p) {
 int useful_threads(const Problem& p) {
   int64_t work = 0;
   const int64_t per_point = std::max<int64_t>(1, p.C) * taps_per_point(p);
-  if (__builtin_mul_overflow(p.N * p.out_points(), per_point, &work)) return max_threads();
+  if (__builtin_mul_overflow(p.N * p.out_points(), per_point, &work)) return run_threads();
   if (p.op == Op::Backward) work += p.N * p.C * p.in_points() / 8;  // zeroing inputGrad
-  return int(std::clamp<int64_t>(work >> 15, 1, max_threads()));
+  return int(std::clamp<int64_t>(work >> 15, 1, run_threads()));
 }
 
 // NOTE [ Item backward ]
@@ -407,7 +396,7 @@ void run(const Problem& p, void* ws) {
     return;
   }
 
-  if (item_backward(p, a, max_threads())) {
+  if (item_backward(p, a, run_threads())) {
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
     for (int64_t n = 0; n < p.N; ++n) k.item(a, n);
     return;
