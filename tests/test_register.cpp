@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "cli.h"
+#include "metric.h"
 #include "nifti_io.h"
 #include "phantom.h"
 #include "register.h"
 #include "sampler.h"
+#include "transform.h"
 
 namespace fs = std::filesystem;
 using namespace gsreg;
@@ -78,12 +80,15 @@ Volume test_volume(Dims d) {
   return v;
 }
 
-TEST(Register, SmallSyntheticRegistrationHalvesTheFieldError) {
+// Both transform models, with their defaults.
+void expect_error_halves(Transform transform, Metric metric) {
   Runtime rt;
   const SyntheticPair pair = make_synthetic_pair(32, 2.0, 7);
   RegisterOptions opt;
   opt.levels = 2;
   opt.iters = {100, 50};
+  opt.transform = transform;
+  opt.metric = metric;
   const RegisterResult r = register_volumes(rt, pair.fixed, pair.moving, opt);
   const ErrorStats before = field_error(Field(pair.fixed.dims), pair.truth, pair.mask);
   const ErrorStats after = field_error(r.field, pair.truth, pair.mask);
@@ -92,9 +97,20 @@ TEST(Register, SmallSyntheticRegistrationHalvesTheFieldError) {
   EXPECT_LE(after.mean, 0.5 * before.mean) << "before " << before.mean << " after " << after.mean;
   EXPECT_LT(after.p95, before.p95);
   EXPECT_LT(mse(pair.fixed.data, r.warped.data), 0.1 * mse(pair.fixed.data, pair.moving.data));
-  // Every iteration ran the two operators once, through repeatable executors.
-  EXPECT_EQ(rt.times().backward.runs, 150);
+  // Every iteration ran the image backward once, through repeatable executors.
+  if (transform == Transform::Displacement) {
+    EXPECT_EQ(rt.times().backward.runs, 150);
+  }
   EXPECT_GE(rt.times().forward.runs, 150);
+  EXPECT_GT(jacobian_stats(jacobian_determinant(r.field)).min, 0);
+}
+
+TEST(Register, SmallSyntheticRegistrationHalvesTheFieldError) {
+  expect_error_halves(Transform::SVF, Metric::SSD);
+}
+
+TEST(Register, SmallSyntheticRegistrationHalvesTheFieldErrorDisplacementSsd) {
+  expect_error_halves(Transform::Displacement, Metric::SSD);
 }
 
 // The displacement convention: warped(x) = moving(x + u(x)).
@@ -247,3 +263,232 @@ TEST(Cli, TinySyntheticRunWritesItsOutputs) {
 }
 
 }  // namespace
+
+namespace {
+
+// A field from a function of the voxel position.
+template <typename F>
+Field field_of(Dims d, F f) {
+  Field u(d);
+  size_t i = 0;
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x, i += 3) {
+        const std::array<double, 3> v = f(double(x), double(y), double(z));
+        for (size_t a = 0; a < 3; ++a) u.data[i + a] = float(v[a]);
+      }
+  return u;
+}
+
+using Mat3 = std::array<std::array<double, 3>, 3>;
+Mat3 mat_exp(const Mat3& a) {  // Taylor series, fine for small matrices
+  Mat3 sum{}, term{};
+  for (size_t i = 0; i < 3; ++i) sum[i][i] = term[i][i] = 1;
+  for (int k = 1; k < 30; ++k) {
+    Mat3 next{};
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 3; ++j)
+        for (size_t m = 0; m < 3; ++m) next[i][j] += term[i][m] * a[m][j] / k;
+    term = next;
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 3; ++j) sum[i][j] += term[i][j];
+  }
+  return sum;
+}
+
+// A smooth velocity: per component a few sines, amplitude `amp` voxels.
+std::array<double, 3> wavy(double amp, double x, double y, double z, double period) {
+  const double w = 2 * M_PI / period;
+  return {amp * std::sin(w * y + 0.3) * std::cos(w * z),
+          amp * std::sin(w * z + 1.1) * std::cos(w * x),
+          amp * std::sin(w * x + 2.0) * std::cos(w * y)};
+}
+
+}  // namespace
+
+// The flow of a linear velocity v(x) = A (x - c) is x -> c + e^A (x - c): trilinear sampling of
+// a linear field is exact, so scaling and squaring must reproduce the matrix exponential.
+TEST(Transform, ScalingAndSquaringOfALinearVelocityIsTheMatrixExponential) {
+  Runtime rt;
+  const Dims d{28, 26, 24};
+  const Mat3 a = {{{0.06, -0.12, 0.02}, {0.12, 0.04, 0.0}, {-0.02, 0.01, -0.05}}};
+  const double c[3] = {13.5, 12.5, 11.5};
+  const Field v = field_of(d, [&](double x, double y, double z) {
+    const double p[3] = {x - c[0], y - c[1], z - c[2]};
+    std::array<double, 3> r{};
+    for (size_t i = 0; i < 3; ++i) r[i] = a[i][0] * p[0] + a[i][1] * p[1] + a[i][2] * p[2];
+    return r;
+  });
+  const Mat3 e = mat_exp(a);
+  // K squarings compute (I + A / 2^K)^(2^K) exactly (up to rounding); that is e^A up to an
+  // error of order |A|^2 / 2^(K+1) |x - c|.
+  Mat3 scaled = a;
+  for (auto& row : scaled)
+    for (double& x : row) x /= 64;
+  for (size_t i = 0; i < 3; ++i) scaled[i][i] += 1;
+  Mat3 power = scaled;
+  for (int k = 0; k < 6; ++k) {
+    Mat3 sq{};
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 3; ++j)
+        for (size_t m = 0; m < 3; ++m) sq[i][j] += power[i][m] * power[m][j];
+    power = sq;
+  }
+  for (int steps : {6, 0}) {
+    const Mat3& want_m = steps == 6 ? power : e;
+    const double tolerance = steps == 6 ? 2e-4 : 1e-2;
+    const Field u = exp_field(rt, v, steps);
+    double worst = 0;
+    size_t i = 0, checked = 0;
+    for (int64_t z = 0; z < d.z; ++z)
+      for (int64_t y = 0; y < d.y; ++y)
+        for (int64_t x = 0; x < d.x; ++x, i += 3) {
+          const double p[3] = {double(x) - c[0], double(y) - c[1], double(z) - c[2]};
+          // Inside a ball that every intermediate map keeps inside the volume.
+          if (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] > 49) continue;
+          ++checked;
+          for (size_t k = 0; k < 3; ++k) {
+            const double want =
+                want_m[k][0] * p[0] + want_m[k][1] * p[1] + want_m[k][2] * p[2] - p[k];
+            worst = std::max(worst, std::fabs(double(u.data[i + k]) - want));
+          }
+        }
+    ASSERT_GT(checked, 1000u);
+    EXPECT_LT(worst, tolerance) << "steps " << steps;
+  }
+  // A constant velocity is a translation, everywhere.
+  const Field t = field_of(d, [](double, double, double) {
+    return std::array<double, 3>{1.5, -0.75, 2.25};
+  });
+  const Field ut = exp_field(rt, t);
+  for (size_t i = 0; i < ut.data.size(); ++i) ASSERT_NEAR(ut.data[i], t.data[i], 1e-5) << i;
+}
+
+// A smooth nonlinear velocity: scaling and squaring against a fine Runge-Kutta integration of
+// dx/dt = v(x) (v evaluated analytically, so the only differences are interpolation and
+// integration errors).
+TEST(Transform, ScalingAndSquaringOfASmoothVelocityFollowsItsFlow) {
+  Runtime rt;
+  const Dims d{32, 32, 32};
+  const double amp = 1.5, period = 24;
+  const Field v =
+      field_of(d, [&](double x, double y, double z) { return wavy(amp, x, y, z, period); });
+  for (int steps : {8, 0}) {
+    const Field u = exp_field(rt, v, steps);
+    double worst = 0;
+    for (int64_t z = 6; z < 26; z += 3)
+      for (int64_t y = 6; y < 26; y += 3)
+        for (int64_t x = 6; x < 26; x += 3) {
+          std::array<double, 3> p = {double(x), double(y), double(z)};
+          const int n = 64;
+          const double h = 1.0 / n;
+          for (int s = 0; s < n; ++s) {
+            auto f = [&](const std::array<double, 3>& q) {
+              return wavy(amp, q[0], q[1], q[2], period);
+            };
+            const auto k1 = f(p);
+            std::array<double, 3> q;
+            for (size_t a = 0; a < 3; ++a) q[a] = p[a] + 0.5 * h * k1[a];
+            const auto k2 = f(q);
+            for (size_t a = 0; a < 3; ++a) q[a] = p[a] + 0.5 * h * k2[a];
+            const auto k3 = f(q);
+            for (size_t a = 0; a < 3; ++a) q[a] = p[a] + h * k3[a];
+            const auto k4 = f(q);
+            for (size_t a = 0; a < 3; ++a) p[a] += h / 6 * (k1[a] + 2 * k2[a] + 2 * k3[a] + k4[a]);
+          }
+          const size_t i = size_t(3 * ((z * d.y + y) * d.x + x));
+          const double want[3] = {p[0] - double(x), p[1] - double(y), p[2] - double(z)};
+          for (size_t a = 0; a < 3; ++a)
+            worst = std::max(worst, std::fabs(double(u.data[i + a]) - want[a]));
+        }
+    // Trilinear interpolation of a sine of period 24 voxels costs about 0.03 voxels over the
+    // flow; the default number of squarings (a first step of at most half a voxel) adds its
+    // first-order integration error.
+    EXPECT_LT(worst, steps == 8 ? 0.05 : 0.08) << "steps " << steps;
+  }
+}
+
+// A velocity large enough that x + v(x) folds: its exponential must not.
+TEST(Transform, ExponentialOfALargeVelocityHasPositiveJacobian) {
+  Runtime rt;
+  const Dims d{40, 40, 40};
+  const Field v = field_of(d, [](double x, double y, double z) { return wavy(4.5, x, y, z, 20); });
+  const JacobianStats as_displacement = jacobian_stats(jacobian_determinant(v));
+  ASSERT_LT(as_displacement.min, 0);  // the test is meaningful: u = v would fold
+  ASSERT_GT(as_displacement.folded_share, 0.01);
+  const Field u = exp_field(rt, v);
+  const JacobianStats js = jacobian_stats(jacobian_determinant(u));
+  EXPECT_GT(js.min, 0);
+  EXPECT_EQ(js.folded_share, 0);
+  EXPECT_GT(field_norms(u).max_norm, 4.0);  // and it is a large deformation
+}
+
+// The gradient of a loss through scaling and squaring (GridSampler3DGrad, both outputs) against
+// finite differences of the loss, along a smooth direction.
+TEST(Transform, ScalingAndSquaringGradientMatchesFiniteDifferences) {
+  Runtime rt;
+  const Dims d{20, 18, 16};
+  const Field v = field_of(d, [](double x, double y, double z) { return wavy(2.0, x, y, z, 14); });
+  const Field dir = field_of(d, [](double x, double y, double z) {
+    return std::array<double, 3>{std::cos(0.3 * x + 0.2 * z), std::sin(0.25 * y),
+                                 std::cos(0.2 * (x + y + z))};
+  });
+  const Field w = field_of(d, [](double x, double y, double z) {
+    return std::array<double, 3>{std::sin(0.4 * y), std::cos(0.3 * z + x * 0.1), std::sin(0.2 * x)};
+  });
+  // L(v) = <w, exp(v)>, so dL/du = w.
+  const int steps = 4;
+  SvfIntegrator integ(rt, d);
+  Field u;
+  integ.exp(v, &u, steps);
+  std::vector<float> grad;
+  integ.backward(w.data, &grad);
+  double analytic = 0;
+  for (size_t i = 0; i < grad.size(); ++i) analytic += double(grad[i]) * dir.data[i];
+  auto loss = [&](double t) {
+    Field vt = v;
+    for (size_t i = 0; i < vt.data.size(); ++i) vt.data[i] += float(t) * dir.data[i];
+    const Field ut = exp_field(rt, vt, steps);
+    double s = 0;
+    for (size_t i = 0; i < ut.data.size(); ++i) s += double(w.data[i]) * ut.data[i];
+    return s;
+  };
+  const double h = 1e-2;
+  const double numeric = (loss(h) - loss(-h)) / (2 * h);
+  EXPECT_NEAR(analytic, numeric, 0.02 * std::fabs(numeric)) << analytic << " vs " << numeric;
+}
+
+// LNCC's gradient (NOTE [ Local normalised cross-correlation ]) against central differences, in
+// double; the float version agrees with the double one.
+TEST(Metric, LnccGradientMatchesFiniteDifferences) {
+  const Dims d{9, 8, 7};
+  const size_t n = size_t(d.count());
+  std::vector<double> f(n), w(n);
+  for (size_t i = 0; i < n; ++i) {
+    f[i] = 0.5 + 0.4 * std::sin(0.7 * double(i)) + 0.1 * std::cos(0.13 * double(i * i % 97));
+    w[i] = 0.3 * f[i] + 0.5 * std::cos(0.45 * double(i)) + 0.2;
+  }
+  for (int window : {3, 5}) {
+    std::vector<double> grad(n);
+    const double l0 = lncc_loss(w.data(), f.data(), d, window, grad.data());
+    EXPECT_LT(l0, 0);
+    double worst = 0, largest = 0;
+    for (size_t i = 0; i < n; i += 7) {
+      const double h = 1e-6;
+      std::vector<double> wp = w, wm = w;
+      wp[i] += h;
+      wm[i] -= h;
+      const double fd = (lncc_loss(wp.data(), f.data(), d, window, static_cast<double*>(nullptr)) -
+                         lncc_loss(wm.data(), f.data(), d, window, static_cast<double*>(nullptr))) /
+                        (2 * h);
+      worst = std::max(worst, std::fabs(fd - grad[i]));
+      largest = std::max(largest, std::fabs(fd));
+    }
+    ASSERT_GT(largest, 1e-3);
+    EXPECT_LT(worst, 1e-5 * largest + 1e-8) << "window " << window;
+    std::vector<float> ff(f.begin(), f.end()), wf(w.begin(), w.end()), gf(n);
+    const double lf = lncc_loss(wf.data(), ff.data(), d, window, gf.data());
+    EXPECT_NEAR(lf, l0, 1e-4 * std::fabs(l0));
+    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(gf[i], grad[i], 1e-3 * largest) << i;
+  }
+}

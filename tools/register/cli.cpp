@@ -1,6 +1,11 @@
 #include "cli.h"
 
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#else
+inline void omp_set_num_threads(int) {}
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -18,11 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "gridsample/gridsample.h"
 #include "nifti_io.h"
 #include "phantom.h"
 #include "picture.h"
 #include "register.h"
 #include "sampler.h"
+#include "transform.h"
 
 namespace gsreg {
 namespace {
@@ -33,8 +40,9 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUsage = R"(usage: gridsample-register [options]
        gridsample-register --fixed F --moving M [options]
 
-Registers a moving 3D volume to a fixed one: gradient descent (Adam) on a dense displacement
-field with a diffusion regulariser, coarse to fine, warping with GridSampler3D and
+Registers a moving 3D volume to a fixed one: gradient descent (Adam) on a stationary velocity
+field (diffeomorphic, integrated by scaling and squaring) or a free displacement field,
+Gaussian-smoothed, coarse to fine, warping and composing with GridSampler3D and
 differentiating with GridSampler3DGrad. With no --fixed/--moving it registers a built-in
 synthetic pair (a phantom and a copy warped by a known smooth field) and reports how well
 the known field was recovered.
@@ -46,16 +54,28 @@ options:
   --levels N       resolution levels, 1 to 6 (default 3)
   --iters LIST     iterations per level, coarsest first: one number for every level, or one per
                    level, e.g. 200,100,50 (default: 200 at the coarsest, halving per level)
+  --transform T    svf (default: stationary velocity field, u = exp(v)) or displacement
+  --metric M       ssd (default: sum of squared differences) or lncc (local normalised
+                   cross-correlation, for different scanners or subjects)
+  --window N       LNCC window side in voxels, odd (default 5)
   --lr X           Adam step, in voxels of the current level (default 0.3)
-  --lambda X       weight of the diffusion regulariser (default 0.0003)
-  --size N         synthetic pair only: volume size N^3, 16 to 256 (default 96)
-  --max-disp X     synthetic pair only: largest true displacement, voxels (default 4)
-  --seed N         synthetic pair only: random seed (default 1)
+  --lambda X       weight of the diffusion regulariser (default 0 for svf, 0.0003 for
+                   displacement)
+  --sigma-grad X   Gaussian smoothing of the gradient, voxels (default 1 svf, 0 displacement)
+  --sigma-field X  Gaussian smoothing of the field after each step (default 0.5 svf, 0)
+  --threads N      threads for the operators and the tool (default: OpenMP's default)
+  --pair-from IMG  instead of the phantom, a known-field pair from a real image: IMG resampled
+                   to --voxel-size mm (the moving image) and a copy warped by a seeded random
+                   diffeomorphism (the fixed image)
+  --voxel-size MM  --pair-from only: voxel size of the pair, mm (default 2; 0 keeps IMG's grid)
+  --size N         phantom only: volume size N^3, 16 to 256 (default 96)
+  --max-disp X     known-field pairs: largest true displacement, voxels (default 4)
+  --seed N         known-field pairs: random seed (default 1)
   --quiet          print only the summary
   --help           this text
 
 writes to DIR: registration.png, warped.nii.gz, field.nii.gz (displacement in mm, world axes,
-5-D x,y,z,1,3) and, for the synthetic pair, fixed.nii.gz, moving.nii.gz, true_field.nii.gz.
+5-D x,y,z,1,3), jacobian.nii.gz (det J of x -> x + u(x)) and, for the synthetic pair, fixed.nii.gz, moving.nii.gz, true_field.nii.gz.
 exit status: 0 success, 1 failure, 2 bad usage.
 )";
 
@@ -85,13 +105,16 @@ double since(Clock::time_point t0) {
 }
 
 struct Options {
-  std::string fixed, moving, out_dir = "out";
+  std::string fixed, moving, pair_from, out_dir = "out";
+  double voxel_size = 2;
+  bool size_option = false;
   RegisterOptions reg;
   std::vector<int> iters;  // as given; empty = default
   int64_t size = 96;
   double max_disp = 4;
   uint64_t seed = 1;
   bool synthetic_option = false;  // --size, --max-disp or --seed given
+  int threads = 0;
   bool quiet = false, help = false;
 };
 
@@ -166,8 +189,33 @@ Options parse(int argc, const char* const* argv) {
       o.reg.learning_rate = parse_number(arg, next(), 1e-6, 100);
     else if (arg == "--lambda")
       o.reg.lambda = parse_number(arg, next(), 0, 1e6);
+    else if (arg == "--transform") {
+      const std::string t = next();
+      if (t == "svf")
+        o.reg.transform = Transform::SVF;
+      else if (t == "displacement")
+        o.reg.transform = Transform::Displacement;
+      else
+        throw UsageError("--transform is svf or displacement, got '" + t + "'");
+    } else if (arg == "--metric") {
+      const std::string m = next();
+      if (m != "ssd" && m != "lncc") throw UsageError("--metric is lncc or ssd, got '" + m + "'");
+      o.reg.metric = parse_metric(m);
+    } else if (arg == "--window") {
+      o.reg.window = int(parse_int(arg, next(), 1, 31));
+      if (o.reg.window % 2 == 0) throw UsageError("--window must be odd");
+    } else if (arg == "--sigma-grad")
+      o.reg.sigma_grad = parse_number(arg, next(), 0, 20);
+    else if (arg == "--sigma-field")
+      o.reg.sigma_field = parse_number(arg, next(), 0, 20);
+    else if (arg == "--threads")
+      o.threads = int(parse_int(arg, next(), 1, 1024));
     else if (arg == "--size")
-      o.size = parse_int(arg, next(), 16, 256), o.synthetic_option = true;
+      o.size = parse_int(arg, next(), 16, 256), o.synthetic_option = o.size_option = true;
+    else if (arg == "--pair-from")
+      o.pair_from = next();
+    else if (arg == "--voxel-size")
+      o.voxel_size = parse_number(arg, next(), 0, 100);
     else if (arg == "--max-disp")
       o.max_disp = parse_number(arg, next(), 0, 64), o.synthetic_option = true;
     else if (arg == "--seed")
@@ -179,6 +227,10 @@ Options parse(int argc, const char* const* argv) {
   if (o.fixed.empty() != o.moving.empty()) throw UsageError("--fixed and --moving go together");
   if (!o.fixed.empty() && o.synthetic_option)
     throw UsageError("--size, --max-disp and --seed apply to the synthetic pair only");
+  if (!o.pair_from.empty() && !o.fixed.empty())
+    throw UsageError("--pair-from makes its own pair: no --fixed/--moving with it");
+  if (!o.pair_from.empty() && o.size_option)
+    throw UsageError("--size applies to the phantom only, not to --pair-from");
   if (o.out_dir.empty()) throw UsageError("--out needs a folder name");
   const size_t levels = size_t(o.reg.levels);
   if (o.iters.empty()) {
@@ -236,6 +288,9 @@ class ProgressPrinter {
     // Kept under 80 columns so that a terminal's updating line never wraps.
     const std::string head = fmt("level %d/%d %-11s iter %4d/%-4d loss %.4e", p.level + 1, p.levels,
                                  dims_str(p.dims).c_str(), p.iter, p.iters, p.loss);
+    const std::string detail = p.squarings > 0
+                                   ? fmt("(metric %.4e, %d squarings)", p.metric, p.squarings)
+                                   : fmt("(metric %.4e, reg %.3e)", p.metric, p.reg);
     if (tty_) {
       const auto now = Clock::now();
       if (!last && now - last_draw_ < std::chrono::milliseconds(50)) return;
@@ -244,10 +299,7 @@ class ProgressPrinter {
            << std::flush;
       open_ = !last;
     } else if (p.iter % 25 == 0 || last) {
-      out_ << head
-           << fmt(" %7.1f ms/iter (mse %.3e, reg %.3e)", 1e3 * since_print_ / iters_since_, p.mse,
-                  p.reg)
-           << "\n";
+      out_ << head << fmt(" %7.1f ms/iter ", 1e3 * since_print_ / iters_since_) << detail << "\n";
       since_print_ = 0, iters_since_ = 0;
     }
   }
@@ -262,7 +314,14 @@ class ProgressPrinter {
 
 int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   const auto t_start = Clock::now();
+  if (o.threads > 0) {
+    // The library's own run setting (this thread's operator runs) and OpenMP's for the tool.
+    if (gridsampleSetNumThreads(o.threads) != ACL_SUCCESS)
+      throw std::runtime_error("gridsampleSetNumThreads failed");
+    omp_set_num_threads(o.threads);
+  }
   Runtime rt;
+  // synthetic: a pair with a known field (the phantom, or --pair-from).
   const bool synthetic = o.fixed.empty();
 
   Volume fixed, moving;
@@ -270,7 +329,19 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   std::string description;
   // The output folder is checked after reading input files (a typo there should not leave a new
   // folder behind) and before any long work.
-  if (synthetic) {
+  if (!o.pair_from.empty()) {
+    const Volume image = read_nifti(o.pair_from);
+    prepare_output(o.out_dir);
+    pair = make_image_pair(rt, image, o.voxel_size, o.max_disp, o.seed);
+    fixed = pair.fixed;
+    moving = pair.moving;
+    const auto sp = spacing(moving.affine);
+    description =
+        fmt("known-field pair from %s: %s at %.3gx%.3gx%.3g mm, warped by a random "
+            "diffeomorphism up to %.2f voxels (seed %llu)",
+            o.pair_from.c_str(), dims_str(moving.dims).c_str(), sp[0], sp[1], sp[2], o.max_disp,
+            (unsigned long long)o.seed);
+  } else if (synthetic) {
     prepare_output(o.out_dir);
     pair = make_synthetic_pair(o.size, o.max_disp, o.seed);
     fixed = pair.fixed;
@@ -299,9 +370,13 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
     for (int l = 0; l < o.reg.levels; ++l)
       plan += fmt("%s%s x %d", l ? ", " : "", dims_str(dims[size_t(o.reg.levels - 1 - l)]).c_str(),
                   o.reg.iters[size_t(l)]);
+    const RegisterOptions r = o.reg.resolved();
     out << "gridsample-register: " << description << "\n"
-        << "levels (coarse to fine): " << plan << " iterations; Adam lr "
-        << fmt("%g", o.reg.learning_rate) << ", diffusion lambda " << fmt("%g", o.reg.lambda)
+        << "levels (coarse to fine): " << plan << " iterations\n"
+        << "transform " << transform_name(r.transform) << ", metric " << metric_name(r.metric)
+        << (r.metric == Metric::LNCC ? fmt(" (window %d)", r.window) : std::string())
+        << fmt(", Adam lr %g, diffusion lambda %g, smoothing: gradient %g, field %g voxels",
+               r.learning_rate, r.lambda, r.sigma_grad, r.sigma_field)
         << "\n";
   }
 
@@ -346,6 +421,10 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   write_png(path("registration.png"), registration_picture(fixed, moving, r.warped, title));
   write_nifti(path("warped.nii.gz"), r.warped);
   write_nifti_field(path("field.nii.gz"), r.field, fixed.affine);
+  Volume det(fixed.dims, fixed.affine);
+  det.data = jacobian_determinant(r.field);
+  const JacobianStats js = jacobian_stats(det.data);
+  write_nifti(path("jacobian.nii.gz"), det);
   if (synthetic) {
     write_nifti(path("fixed.nii.gz"), fixed);
     write_nifti(path("moving.nii.gz"), moving);
@@ -357,13 +436,15 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   out << "\nsummary                      before       after\n";
   if (synthetic) {
     const double share = 100.0 * double(e0.count) / double(fixed.dims.count());
-    out << fmt("  field error, mean (vox) %11.3f %11.3f   inside the object (%.0f%% of voxels)\n",
-               e0.mean, e1.mean, share)
+    out << fmt("  field error, mean (vox) %11.3f %11.3f   inside the %s (%.0f%% of voxels)\n",
+               e0.mean, e1.mean, o.pair_from.empty() ? "object" : "anatomy", share)
         << fmt("  field error, p95  (vox) %11.3f %11.3f\n", e0.p95, e1.p95)
         << fmt("  field error, mean (vox) %11.3f %11.3f   whole volume\n", a0.mean, a1.mean);
   }
   out << fmt("  MSE (intensities 0-1)   %11.4e %11.4e\n", mse0, mse1)
       << fmt("  NCC                     %11.5f %11.5f\n", ncc0, ncc1)
+      << fmt("  det J: min %.3f, max %.3f, folded (det J <= 0) %.4f%% of voxels\n", js.min, js.max,
+             100 * js.folded_share)
       << fmt("  time: %.2f s total = setup %.2f s + registration %.2f s + output %.2f s\n", total_s,
              setup_s, reg_s, out_s)
       << fmt("  grid sampler operators: %.2f s = %.0f%% of the registration "

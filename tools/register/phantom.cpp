@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+
+#include "register.h"
+#include "transform.h"
 
 namespace gsreg {
 namespace {
@@ -104,14 +108,15 @@ class Phantom {
   std::vector<Wave> texture_;
 };
 
-Field random_smooth_field(int64_t size, double max_displacement, Rng& rng) {
-  const Dims d{size, size, size};
+// Per component a sum of random plane waves of at most two cycles across each axis, scaled so
+// that the largest norm is max_displacement.
+Field random_smooth_field(Dims d, double max_displacement, Rng& rng) {
   Field f(d);
   constexpr int kWaves = 6;
   Wave waves[3][kWaves];
   for (auto& component : waves)
     for (Wave& w : component) {
-      for (double& k : w.k) k = rng.uniform(-2, 2) * 2 * kPi / double(size);
+      for (int a = 0; a < 3; ++a) w.k[a] = rng.uniform(-2, 2) * 2 * kPi / double(d[a]);
       w.phase = rng.uniform(0, 2 * kPi);
       w.amplitude = rng.normal();
     }
@@ -142,8 +147,8 @@ SyntheticPair make_synthetic_pair(int64_t size, double max_displacement, uint64_
   Rng rng(seed);
   const Phantom phantom(size, rng);
   SyntheticPair pair;
-  pair.truth = random_smooth_field(size, max_displacement, rng);
   const Dims d{size, size, size};
+  pair.truth = random_smooth_field(d, max_displacement, rng);
   pair.fixed = Volume(d, identity4());
   pair.moving = Volume(d, identity4());
   pair.mask.assign(size_t(d.count()), 0);
@@ -158,6 +163,53 @@ SyntheticPair make_synthetic_pair(int64_t size, double max_displacement, uint64_
         pair.fixed.data[i] = float(phantom(q));
         pair.mask[i] = phantom.outer(q) >= 0.5;
       }
+  return pair;
+}
+
+Volume resample_to_spacing(Runtime& rt, const Volume& image, double voxel_mm) {
+  const std::array<double, 3> sp = spacing(image.affine);
+  double f[3];
+  Dims d;
+  for (int a = 0; a < 3; ++a) f[a] = voxel_mm / sp[size_t(a)];
+  d.x = std::max<int64_t>(4, int64_t(std::ceil(double(image.dims.x) / f[0] - 1e-6)));
+  d.y = std::max<int64_t>(4, int64_t(std::ceil(double(image.dims.y) / f[1] - 1e-6)));
+  d.z = std::max<int64_t>(4, int64_t(std::ceil(double(image.dims.z) / f[2] - 1e-6)));
+  // New voxel i has its centre at old voxel coordinate (i + 0.5) f - 0.5.
+  Mat4 scale = identity4();
+  for (size_t a = 0; a < 3; ++a) {
+    scale[a][a] = f[a];
+    scale[a][3] = 0.5 * f[a] - 0.5;
+  }
+  Volume smoothed = image;
+  // Anti-aliasing before subsampling (isotropic, by the largest factor).
+  const double fmax = std::max({f[0], f[1], f[2]});
+  if (fmax > 1) gaussian_smooth(&smoothed.data, image.dims, 1, 0.4 * fmax);
+  return resample_onto(rt, smoothed, Volume(d, multiply(image.affine, scale)));
+}
+
+SyntheticPair make_image_pair(Runtime& rt, const Volume& image, double voxel_mm,
+                              double max_displacement, uint64_t seed) {
+  SyntheticPair pair;
+  pair.moving = voxel_mm > 0 ? resample_to_spacing(rt, image, voxel_mm) : image;
+  const Dims d = pair.moving.dims;
+  Rng rng(seed);
+  // A velocity of smooth waves, scaled (twice, by the ratio) until its exponential's largest
+  // displacement is max_displacement.
+  Field v = random_smooth_field(d, max_displacement, rng);
+  Field u = exp_field(rt, v);
+  for (int round = 0; round < 3 && max_displacement > 0; ++round) {
+    const double m = field_norms(u).max_norm;
+    if (!(m > 0)) break;
+    for (float& x : v.data) x = float(x * max_displacement / m);
+    u = exp_field(rt, v);
+  }
+  pair.truth = std::move(u);
+  pair.fixed = warp(rt, pair.moving, pair.truth);
+  // Score inside the anatomy: fixed voxels above 10% of its 99.5th percentile.
+  const IntensityMap map = IntensityMap::of(pair.fixed.data, "image");
+  pair.mask.assign(size_t(d.count()), 0);
+  for (size_t i = 0; i < pair.mask.size(); ++i)
+    pair.mask[i] = (pair.fixed.data[i] - map.lo) * map.scale > 0.1f;
   return pair;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sampler.h"
 #include "volume.h"
 
 namespace gsreg {
@@ -24,5 +25,17 @@ struct SyntheticPair {
 // its largest displacement (Euclidean norm) is max_displacement voxels. Deterministic per seed
 // on every platform.
 SyntheticPair make_synthetic_pair(int64_t size, double max_displacement, uint64_t seed);
+
+// `image` resampled to voxel_mm isotropic voxels over the same extent (Gaussian anti-aliasing,
+// then trilinear), affine adjusted.
+Volume resample_to_spacing(Runtime& rt, const Volume& image, double voxel_mm);
+
+// A known-field pair from a real image: moving = image at voxel_mm (unchanged when voxel_mm <= 0),
+// truth = exp(v) for a seeded smooth random velocity v (a diffeomorphism, largest displacement
+// max_displacement voxels), fixed(x) = moving(x + truth(x)) (trilinear, through the library), so
+// that the convention of NOTE [ Synthetic pair convention ] holds. mask: the anatomy (fixed above
+// 10% of its 99.5th percentile).
+SyntheticPair make_image_pair(Runtime& rt, const Volume& image, double voxel_mm,
+                              double max_displacement, uint64_t seed);
 
 }  // namespace gsreg

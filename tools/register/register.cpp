@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
+
+#include "transform.h"
 
 namespace gsreg {
 namespace {
@@ -49,20 +52,6 @@ std::vector<float> smooth(const std::vector<float>& in, Dims d, const bool axes[
   return a;
 }
 
-// Grid (normalised) of x + u(x).
-void displaced_grid(const Field& u, std::vector<float>* grid) {
-  const Dims d = u.dims;
-  grid->resize(u.data.size());
-  size_t i = 0;
-  for (int64_t z = 0; z < d.z; ++z)
-    for (int64_t y = 0; y < d.y; ++y)
-      for (int64_t x = 0; x < d.x; ++x, i += 3) {
-        (*grid)[i] = voxel_to_normalized(double(x) + u.data[i], d.x);
-        (*grid)[i + 1] = voxel_to_normalized(double(y) + u.data[i + 1], d.y);
-        (*grid)[i + 2] = voxel_to_normalized(double(z) + u.data[i + 2], d.z);
-      }
-}
-
 // Adds lambda * d/du of the diffusion energy to grad and returns the energy (without lambda).
 double add_diffusion(const Field& u, double lambda, std::vector<float>* grad) {
   const Dims d = u.dims;
@@ -88,39 +77,70 @@ double add_diffusion(const Field& u, double lambda, std::vector<float>* grad) {
   return energy;
 }
 
+// NOTE [ Optimiser ]
+// Adam (beta 0.9 / 0.999), per element. For the displacement model with its absolute epsilon
+// (1e-8), as before. For the velocity model epsilon is relative: 5% of the largest
+// sqrt(second moment) over the field, so that elements whose gradient is tiny compared with the
+// field's largest take proportionally tiny steps instead of full ones. Plain Adam blows up the
+// near-zero gradients of regions without information (a flat background, where LNCC's epsilon
+// and the Gaussian smoothing of the gradient leave a residue) to steps of `lr` voxels.
 struct Adam {
   double lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double relative_eps;  // 0: absolute eps only
   int64_t t = 0;
   std::vector<float> m, v;
 
-  Adam(double learning_rate, size_t n) : lr(learning_rate), m(n, 0.f), v(n, 0.f) {}
+  Adam(double learning_rate, size_t n, double relative_epsilon)
+      : lr(learning_rate), relative_eps(relative_epsilon), m(n, 0.f), v(n, 0.f) {}
   void step(const std::vector<float>& g, std::vector<float>* x) {
     ++t;
     const float b1 = float(beta1), b2 = float(beta2);
     const float c1 = float(1 / (1 - std::pow(beta1, double(t))));
     const float c2 = float(1 / (1 - std::pow(beta2, double(t))));
-    const float step = float(lr), e = float(eps);
-    for (size_t i = 0; i < g.size(); ++i) {
-      m[i] = b1 * m[i] + (1 - b1) * g[i];
-      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      (*x)[i] -= step * (m[i] * c1) / (std::sqrt(v[i] * c2) + e);
+    const float step = float(lr);
+    const int64_t n = int64_t(g.size());
+    float* xs = x->data();
+    float vmax = 0;
+#pragma omp parallel for schedule(static) reduction(max : vmax) if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t j = size_t(i);
+      m[j] = b1 * m[j] + (1 - b1) * g[j];
+      v[j] = b2 * v[j] + (1 - b2) * g[j] * g[j];
+      vmax = std::max(vmax, v[j]);
+    }
+    const float e = float(eps) + float(relative_eps) * std::sqrt(vmax * c2);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t j = size_t(i);
+      xs[i] -= step * (m[j] * c1) / (std::sqrt(v[j] * c2) + e);
     }
   }
 };
 
-Field upsample(Runtime& rt, const Field& coarse, Dims fine) {
-  Field f(fine);
-  f.data = sample(rt, coarse.data, coarse.dims, 3, identity_grid(fine), fine, Padding::Border);
-  // Displacements are in voxels of their own grid.
-  const float scale[3] = {float(double(fine.x) / double(coarse.dims.x)),
-                          float(double(fine.y) / double(coarse.dims.y)),
-                          float(double(fine.z) / double(coarse.dims.z))};
-  for (size_t i = 0; i < f.data.size(); i += 3)
-    for (int a = 0; a < 3; ++a) f.data[i + size_t(a)] *= scale[a];
-  return f;
+}  // namespace
+
+const char* transform_name(Transform t) { return t == Transform::SVF ? "svf" : "displacement"; }
+
+RegisterOptions RegisterOptions::resolved() const {
+  RegisterOptions o = *this;
+  const bool svf = transform == Transform::SVF;
+  if (o.lambda < 0) o.lambda = svf ? 0 : 3e-4;
+  if (o.sigma_grad < 0) o.sigma_grad = svf ? 1 : 0;
+  if (o.sigma_field < 0) o.sigma_field = svf ? 0.5 : 0;
+  return o;
 }
 
-}  // namespace
+Field resize_field(Runtime& rt, const Field& f, Dims to) {
+  Field out(to);
+  out.data = sample(rt, f.data, f.dims, 3, identity_grid(to), to, Padding::Border);
+  // Displacements are in voxels of their own grid.
+  const float scale[3] = {float(double(to.x) / double(f.dims.x)),
+                          float(double(to.y) / double(f.dims.y)),
+                          float(double(to.z) / double(f.dims.z))};
+  for (size_t i = 0; i < out.data.size(); i += 3)
+    for (int a = 0; a < 3; ++a) out.data[i + size_t(a)] *= scale[a];
+  return out;
+}
 
 IntensityMap IntensityMap::of(const std::vector<float>& v, const char* which) {
   if (v.empty()) throw std::runtime_error(std::string("the ") + which + " image is empty");
@@ -153,13 +173,17 @@ std::vector<Dims> pyramid_dims(Dims dims, int levels) {
 }
 
 RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& moving,
-                                const RegisterOptions& options,
+                                const RegisterOptions& given,
                                 const std::function<void(const Progress&)>& progress) {
   if (fixed.dims != moving.dims)
     throw std::invalid_argument("fixed and moving must share one grid (resample first)");
-  if (options.levels < 1 || size_t(options.levels) != options.iters.size())
+  if (given.levels < 1 || size_t(given.levels) != given.iters.size())
     throw std::invalid_argument("one iteration count per level is needed");
+  if (given.window < 1 || given.window % 2 == 0)
+    throw std::invalid_argument("the LNCC window must be odd");
+  const RegisterOptions options = given.resolved();
   const int levels = options.levels;
+  const bool svf = options.transform == Transform::SVF;
   const std::vector<Dims> dims = pyramid_dims(fixed.dims, levels);
 
   // Pyramids, finest first.
@@ -174,17 +198,19 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   }
 
   RegisterResult result;
-  Field u;
-  std::vector<float> grid, warped, residual, grad;
+  Field param, u;  // param: v (svf) or u (displacement)
+  std::vector<float> grid, warped, residual, grad, grad_v;
   for (int level = 0; level < levels; ++level) {
     const auto t_level = Clock::now();
     const size_t l = size_t(levels - 1 - level);
     const Dims d = dims[l];
     const std::vector<float>& f = pf[l];
-    u = level == 0 ? Field(d) : upsample(rt, u, d);
+    param = level == 0 ? Field(d) : resize_field(rt, param, d);
     WarpOp op(rt, d, d, Padding::Border);
     op.set_moving(pm[l]);
-    Adam adam(options.learning_rate, u.data.size());
+    std::unique_ptr<SvfIntegrator> integ;
+    if (svf) integ = std::make_unique<SvfIntegrator>(rt, d);
+    Adam adam(options.learning_rate, param.data.size(), svf ? 0.05 : 0.0);
     const int iters = options.iters[size_t(level)];
     const float du_dg[3] = {2.f / float(d.x), 2.f / float(d.y), 2.f / float(d.z)};
     const double n = double(d.count());
@@ -192,20 +218,26 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
     residual.resize(f.size());
     for (int it = 1; it <= iters; ++it) {
       const auto t_iter = Clock::now();
-      displaced_grid(u, &grid);
+      int squarings = 0;
+      if (svf) squarings = integ->exp(param, &u);
+      const Field& disp = svf ? u : param;
+      displaced_grid(disp, &grid);
       op.forward(grid, &warped);
-      double sse = 0;
-      for (size_t i = 0; i < f.size(); ++i) {
-        const float r = warped[i] - f[i];
-        sse += double(r) * r;
-        residual[i] = 2 * r;  // dE/dW
-      }
+      const double m = options.metric == Metric::SSD
+                           ? ssd_loss(warped.data(), f.data(), f.size(), residual.data())
+                           : lncc_loss(warped.data(), f.data(), d, options.window, residual.data());
       op.backward(residual, &grad);
       for (size_t i = 0; i < grad.size(); i += 3)
         for (int a = 0; a < 3; ++a) grad[i + size_t(a)] *= du_dg[a];
-      const double reg = add_diffusion(u, options.lambda, &grad);
-      adam.step(grad, &u.data);
-      loss = (sse + options.lambda * reg) / n;
+      if (svf) {
+        integ->backward(grad, &grad_v);
+        grad.swap(grad_v);
+      }
+      const double reg = options.lambda > 0 ? add_diffusion(param, options.lambda, &grad) : 0;
+      gaussian_smooth(&grad, d, 3, options.sigma_grad);
+      adam.step(grad, &param.data);
+      gaussian_smooth(&param.data, d, 3, options.sigma_field);
+      loss = (m + options.lambda * reg) / n;
       if (progress) {
         Progress p;
         p.level = level;
@@ -214,15 +246,21 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
         p.iter = it;
         p.iters = iters;
         p.loss = loss;
-        p.mse = sse / n;
+        p.metric = m / n;
         p.reg = reg / n;
+        p.squarings = squarings;
         p.seconds = since(t_iter);
         progress(p);
       }
     }
     result.levels.push_back({d, iters, since(t_level), loss});
   }
-  result.field = std::move(u);
+  if (svf) {
+    result.field = exp_field(rt, param);
+    result.velocity = std::move(param);
+  } else {
+    result.field = std::move(param);
+  }
   result.warped = warp(rt, moving, result.field);
   return result;
 }

@@ -1,16 +1,22 @@
-// Dense deformable registration by gradient descent on a displacement field, driven by the
-// GridSampler3D forward and backward operators.
+// Dense deformable registration by gradient descent on a velocity or displacement field, driven
+// by the GridSampler3D forward and backward operators.
 //
 // NOTE [ Registration model ]
-// Unknown: a displacement field u on the fixed image's voxel grid, in voxels of that grid.
+// Unknown: a stationary velocity field v (default; u = exp(v), NOTE [ Stationary velocity
+// fields ] in transform.h) or a free displacement field u (Transform::Displacement), on the
+// fixed image's voxel grid, in voxels of that grid.
 // Warped image: W(x) = moving(x + u(x)), one GridSampler3D call (trilinear, border padding,
 // alignCorners false; NOTE [ Sampling conventions ]).
 // Loss, per level, summed over the N voxels of the level:
-//   E(u) = sum_x (W(x) - fixed(x))^2 + lambda * sum_x sum_axes |u(x + e_axis) - u(x)|^2
-// (sum of squared differences on intensities normalised to [0, 1], plus a diffusion
-// regulariser). dE/dW = 2 (W - fixed) goes into GridSampler3DGrad with outputMask {false, true};
-// its grid gradient, times 2 / size per axis (the derivative of the normalised coordinate),
-// is dE/du. Adam (beta 0.9 / 0.999) takes steps of about `learning_rate` voxels. The loss is a
+//   E = M(W, fixed) + lambda * sum_x sum_axes |p(x + e_axis) - p(x)|^2
+// with M the metric (sum of squared differences, or minus the sum of local normalised
+// cross-correlations, NOTE [ Local normalised cross-correlation ]) on intensities normalised to
+// [0, 1], and p the parameter field (v or u) under an optional diffusion regulariser.
+// dM/dW goes into GridSampler3DGrad with outputMask {false, true}; its grid gradient, times
+// 2 / size per axis (the derivative of the normalised coordinate), is dE/du; for a velocity it
+// is then carried back through the scaling and squaring. As in FireANTs and SyN, the gradient is
+// smoothed by a Gaussian (sigma_grad voxels) before Adam (beta 0.9 / 0.999) takes a step of
+// about `learning_rate` voxels, and the field is smoothed (sigma_field) after it. The loss is a
 // sum, not a mean, so that gradients stay far above Adam's epsilon at every level.
 // Multi-resolution: a pyramid built by Gaussian smoothing (sigma one voxel) and resampling at
 // the coarse voxel centres, coarsest level first; each level's field, upsampled (and its
@@ -21,16 +27,29 @@
 #include <functional>
 #include <vector>
 
+#include "metric.h"
 #include "sampler.h"
 #include "volume.h"
 
 namespace gsreg {
 
+enum class Transform { SVF, Displacement };
+const char* transform_name(Transform t);
+
 struct RegisterOptions {
   int levels = 3;
   std::vector<int> iters = {200, 100, 50};  // one count per level, coarsest first
   double learning_rate = 0.3;               // voxels of the current level per Adam step
-  double lambda = 3e-4;                     // weight of the diffusion regulariser
+  Transform transform = Transform::SVF;
+  Metric metric = Metric::SSD;
+  int window = 5;  // LNCC window side, voxels (odd)
+  // Negative: the transform's default (resolved()).
+  double lambda = -1;       // weight of the diffusion regulariser: 0 (svf), 3e-4 (displacement)
+  double sigma_grad = -1;   // Gaussian on the gradient, voxels: 1 (svf), 0 (displacement)
+  double sigma_field = -1;  // Gaussian on the field after each step: 0.5 (svf), 0 (displacement)
+
+  // These options with the defaults filled in.
+  RegisterOptions resolved() const;
 };
 
 // Reported after every iteration.
@@ -40,8 +59,9 @@ struct Progress {
   Dims dims;
   int iter = 0;  // 1-based
   int iters = 0;
-  double loss = 0, mse = 0, reg = 0;  // per voxel, before this iteration's step
-  double seconds = 0;                 // wall time of this iteration
+  double loss = 0, metric = 0, reg = 0;  // per voxel, before this iteration's step
+  int squarings = 0;                     // scaling and squaring steps (svf)
+  double seconds = 0;                    // wall time of this iteration
 };
 
 struct LevelStats {
@@ -52,8 +72,9 @@ struct LevelStats {
 };
 
 struct RegisterResult {
-  Field field;    // on fixed's grid, voxels: moving(x + field(x)) ~ fixed(x)
-  Volume warped;  // moving warped onto fixed's grid, original intensities
+  Field field;     // on fixed's grid, voxels: moving(x + field(x)) ~ fixed(x)
+  Field velocity;  // svf only: field = exp(velocity)
+  Volume warped;   // moving warped onto fixed's grid, original intensities
   std::vector<LevelStats> levels;
 };
 
@@ -77,6 +98,9 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 
 // moving(x + u(x)) on u's grid (which must match moving's dims), border padding.
 Volume warp(Runtime& rt, const Volume& moving, const Field& u);
+
+// A field on a coarser or finer grid over the same extent, its voxel units rescaled.
+Field resize_field(Runtime& rt, const Field& f, Dims to);
 
 // `moving` resampled onto `target`'s voxel grid through both affines (world space), trilinear,
 // zero outside moving. Throws std::runtime_error if no voxel of target falls inside moving.

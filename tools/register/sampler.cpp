@@ -101,21 +101,25 @@ void DeviceBuffer::download(float* host) const {
   check(aclrtMemcpy(host, bytes, ptr_, bytes, ACL_MEMCPY_DEVICE_TO_HOST), "aclrtMemcpy");
 }
 
-WarpOp::WarpOp(Runtime& rt, Dims moving_dims, Dims out_dims, Padding padding)
+WarpOp::WarpOp(Runtime& rt, Dims moving_dims, Dims out_dims, Padding padding, int64_t channels,
+               bool input_grad)
     : rt_(rt),
       out_dims_(out_dims),
-      moving_(size_t(moving_dims.count())),
+      channels_(channels),
+      moving_(size_t(moving_dims.count() * channels)),
       grid_(size_t(3 * out_dims.count())),
-      warped_(size_t(out_dims.count())),
-      grad_out_(size_t(out_dims.count())),
-      grid_grad_(size_t(3 * out_dims.count())) {
+      warped_(size_t(out_dims.count() * channels)),
+      grad_out_(size_t(out_dims.count() * channels)),
+      grid_grad_(size_t(3 * out_dims.count())),
+      input_grad_(input_grad ? size_t(moving_dims.count() * channels) : 0) {
   try {
-    t_moving_ = make_feature(moving_, moving_dims, 1);
+    t_moving_ = make_feature(moving_, moving_dims, channels);
     t_grid_ = make_grid(grid_, out_dims);
-    t_warped_ = make_feature(warped_, out_dims, 1);
-    t_grad_out_ = make_feature(grad_out_, out_dims, 1);
+    t_warped_ = make_feature(warped_, out_dims, channels);
+    t_grad_out_ = make_feature(grad_out_, out_dims, channels);
     t_grid_grad_ = make_grid(grid_grad_, out_dims);
-    const bool mask[2] = {false, true};  // only the grid gradient, as a registration needs
+    if (input_grad) t_input_grad_ = make_feature(input_grad_, moving_dims, channels);
+    const bool mask[2] = {input_grad, true};
     mask_ = aclCreateBoolArray(mask, 2);
     if (mask_ == nullptr) fail("aclCreateBoolArray", -1);
 
@@ -126,9 +130,9 @@ WarpOp::WarpOp(Runtime& rt, Dims moving_dims, Dims out_dims, Padding padding)
     check(aclSetAclOpExecutorRepeatable(fwd_), "aclSetAclOpExecutorRepeatable");
     rt_.times().forward.seconds += since(t0);
     const auto t1 = Clock::now();
-    check(aclnnGridSampler3DBackwardGetWorkspaceSize(t_grad_out_, t_moving_, t_grid_, kBilinear,
-                                                     int64_t(padding), kAlignCorners, mask_,
-                                                     nullptr, t_grid_grad_, &bwd_ws_bytes_, &bwd_),
+    check(aclnnGridSampler3DBackwardGetWorkspaceSize(
+              t_grad_out_, t_moving_, t_grid_, kBilinear, int64_t(padding), kAlignCorners, mask_,
+              t_input_grad_, t_grid_grad_, &bwd_ws_bytes_, &bwd_),
           "aclnnGridSampler3DBackwardGetWorkspaceSize");
     check(aclSetAclOpExecutorRepeatable(bwd_), "aclSetAclOpExecutorRepeatable");
     rt_.times().backward.seconds += since(t1);
@@ -146,7 +150,8 @@ void WarpOp::release() {
   if (fwd_ != nullptr) aclDestroyAclOpExecutor(fwd_);
   if (bwd_ != nullptr) aclDestroyAclOpExecutor(bwd_);
   fwd_ = bwd_ = nullptr;
-  for (aclTensor** t : {&t_moving_, &t_grid_, &t_warped_, &t_grad_out_, &t_grid_grad_}) {
+  for (aclTensor** t :
+       {&t_moving_, &t_grid_, &t_warped_, &t_grad_out_, &t_grid_grad_, &t_input_grad_}) {
     if (*t != nullptr) aclDestroyTensor(*t);
     *t = nullptr;
   }
@@ -155,29 +160,42 @@ void WarpOp::release() {
 }
 
 void WarpOp::set_moving(const std::vector<float>& moving) { moving_.upload(moving.data()); }
+void WarpOp::set_moving(const float* moving) { moving_.upload(moving); }
+void WarpOp::set_grid(const float* grid) { grid_.upload(grid); }
 
 void WarpOp::forward(const std::vector<float>& grid, std::vector<float>* warped) {
-  grid_.upload(grid.data());
+  warped->resize(size_t(out_dims_.count() * channels_));
+  forward(grid.data(), warped->data());
+}
+
+void WarpOp::forward(const float* grid, float* warped) {
+  grid_.upload(grid);
   const auto t0 = Clock::now();
   check(aclnnGridSampler3D(fwd_ws_.data(), fwd_ws_bytes_, fwd_, rt_.stream()),
         "aclnnGridSampler3D");
   check(aclrtSynchronizeStream(rt_.stream()), "aclrtSynchronizeStream");
   rt_.times().forward.seconds += since(t0);
   rt_.times().forward.runs += 1;
-  warped->resize(size_t(out_dims_.count()));
-  warped_.download(warped->data());
+  warped_.download(warped);
 }
 
 void WarpOp::backward(const std::vector<float>& grad_out, std::vector<float>* grid_grad) {
-  grad_out_.upload(grad_out.data());
+  grid_grad->resize(size_t(3 * out_dims_.count()));
+  backward(grad_out.data(), grid_grad->data(), nullptr);
+}
+
+void WarpOp::backward(const float* grad_out, float* grid_grad, float* input_grad) {
+  if (input_grad != nullptr && t_input_grad_ == nullptr)
+    throw std::logic_error("WarpOp: the input gradient was not planned");
+  grad_out_.upload(grad_out);
   const auto t0 = Clock::now();
   check(aclnnGridSampler3DBackward(bwd_ws_.data(), bwd_ws_bytes_, bwd_, rt_.stream()),
         "aclnnGridSampler3DBackward");
   check(aclrtSynchronizeStream(rt_.stream()), "aclrtSynchronizeStream");
   rt_.times().backward.seconds += since(t0);
   rt_.times().backward.runs += 1;
-  grid_grad->resize(size_t(3 * out_dims_.count()));
-  grid_grad_.download(grid_grad->data());
+  if (grid_grad != nullptr) grid_grad_.download(grid_grad);
+  if (input_grad != nullptr) input_grad_.download(input_grad);
 }
 
 std::vector<float> sample(Runtime& rt, const std::vector<float>& input, Dims in_dims,

@@ -72,30 +72,42 @@ enum class Padding : int64_t { Zeros = 0, Border = 1 };
 // frame whatever their sizes, which is what makes pyramids and field upsampling exact.
 inline float voxel_to_normalized(double i, int64_t s) { return float((2 * i + 1) / double(s) - 1); }
 
-// Warp of one moving image at one resolution: the forward operator and the grid-only backward
-// operator (outputMask {false, true}), each planned once with a repeatable executor; later runs
-// only change the contents of the captured buffers.
+// Warp of one `channels`-channel moving volume (channel-last) at one resolution: the forward
+// operator and the backward operator, each planned once with a repeatable executor; later runs
+// only change the contents of the captured buffers. The backward asks for the grid gradient
+// (what a registration needs) and, when `input_grad` is set, for the input gradient too (what
+// differentiating a field composition or an upsampling needs).
 class WarpOp {
  public:
-  WarpOp(Runtime& rt, Dims moving_dims, Dims out_dims, Padding padding);
+  WarpOp(Runtime& rt, Dims moving_dims, Dims out_dims, Padding padding, int64_t channels = 1,
+         bool input_grad = false);
   ~WarpOp();
   WarpOp(const WarpOp&) = delete;
   WarpOp& operator=(const WarpOp&) = delete;
 
   void set_moving(const std::vector<float>& moving);
+  void set_moving(const float* moving);
+  // Sets the grid without running the forward (a backward at another point than the last
+  // forward's).
+  void set_grid(const float* grid);
   // warped = moving sampled at grid (normalized, layout (D, H, W, 3)).
   void forward(const std::vector<float>& grid, std::vector<float>* warped);
-  // grid_grad = d(sum grad_out * warped) / d grid, at the grid of the last forward().
+  void forward(const float* grid, float* warped);
+  // grid_grad = d(sum grad_out * warped) / d grid, at the current moving volume and grid;
+  // input_grad (only with input_grad set at construction) = d(...) / d moving. Either output may
+  // be null when not needed.
   void backward(const std::vector<float>& grad_out, std::vector<float>* grid_grad);
+  void backward(const float* grad_out, float* grid_grad, float* input_grad);
 
  private:
   void release();
 
   Runtime& rt_;
   Dims out_dims_;
-  DeviceBuffer moving_, grid_, warped_, grad_out_, grid_grad_;
+  int64_t channels_;
+  DeviceBuffer moving_, grid_, warped_, grad_out_, grid_grad_, input_grad_;
   aclTensor *t_moving_ = nullptr, *t_grid_ = nullptr, *t_warped_ = nullptr, *t_grad_out_ = nullptr,
-            *t_grid_grad_ = nullptr;
+            *t_grid_grad_ = nullptr, *t_input_grad_ = nullptr;
   aclBoolArray* mask_ = nullptr;
   aclOpExecutor *fwd_ = nullptr, *bwd_ = nullptr;
   DeviceBuffer fwd_ws_, bwd_ws_;
