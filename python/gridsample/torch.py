@@ -112,7 +112,18 @@ if _HAS_CUSTOM_OP:
 
     _apply = _op
 else:
-    from torch.autograd.function import once_differentiable
+    class _NoDoubleBackward(torch.autograd.Function):
+        """Passes the gradients through, connected to every tensor they depend on (gradOutput,
+        input, grid), and raises if a second derivative reaches it. (once_differentiable alone
+        connects them to gradOutput only, so d(inputGrad)/d(grid) would silently be 0.)"""
+
+        @staticmethod
+        def forward(ctx, n, *tensors):
+            return tuple(t.view_as(t) for t in tensors[:n])
+
+        @staticmethod
+        def backward(ctx, *grads):
+            raise RuntimeError(_DOUBLE_BACKWARD)
 
     class _GridSample(torch.autograd.Function):
         @staticmethod
@@ -122,11 +133,19 @@ else:
             return _forward_impl(input, grid, interpolation, padding, align_corners)
 
         @staticmethod
-        @once_differentiable  # a second derivative through it raises
         def backward(ctx, grad_output):
             input, grid = ctx.saved_tensors
             need_input, need_grid = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-            ig, gg = _backward_impl(grad_output, input, grid, *ctx.args, need_input, need_grid)
+            with torch.no_grad():
+                ig, gg = _backward_impl(grad_output, input, grid, *ctx.args, need_input,
+                                        need_grid)
+            if torch.is_grad_enabled() and any(
+                    t.requires_grad for t in (grad_output, input, grid)):  # create_graph=True
+                grads = [t for t in (ig, gg) if t is not None]
+                grads = list(_NoDoubleBackward.apply(len(grads), *grads, grad_output, input,
+                                                     grid))
+                ig = grads.pop(0) if ig is not None else None
+                gg = grads.pop(0) if gg is not None else None
             return ig, gg, None, None, None
 
     _apply = _GridSample.apply
