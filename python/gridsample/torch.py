@@ -23,7 +23,9 @@ _torch_grid_sample = torch.nn.functional.grid_sample
 _WHERE = "nn.functional.grid_sample()"
 
 
-def _threads():
+def _threads(grid):
+    if grid.numel() == 0:  # see _common.EMPTY_GRID_THREADS
+        return _common.EMPTY_GRID_THREADS
     return _common._override or torch.get_num_threads()
 
 
@@ -40,7 +42,7 @@ def _empty_out(input, grid):
 def _forward_impl(input, grid, interpolation, padding, align_corners):
     out = _empty_out(input, grid)
     _ext.forward(_plain(input), _plain(grid), out, interpolation, padding, align_corners, False,
-                 _threads())
+                 _threads(grid))
     return out
 
 
@@ -51,7 +53,7 @@ def _backward_impl(grad_output, input, grid, interpolation, padding, align_corne
     gg = torch.empty_like(grid, memory_format=torch.contiguous_format) if need_grid else None
     if need_input or need_grid:
         _ext.backward(_plain(grad_output), _plain(input), _plain(grid), ig, gg, interpolation,
-                      padding, align_corners, False, _threads())
+                      padding, align_corners, False, _threads(grid))
     return ig, gg
 
 

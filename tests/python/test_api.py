@@ -438,3 +438,45 @@ def test_patch_monai_rand3delastic(monkeypatch):
         out = run()
     assert len(calls) >= 1, f"monai {monai.__version__} did not reach grid_sample"
     assert torch.allclose(torch.as_tensor(out), torch.as_tensor(ref), rtol=1e-5, atol=1e-5)
+
+
+_EMPTY_GRID = r"""
+import sys, numpy as np, gridsample._ext as ext
+nd, n, c = map(int, sys.argv[1:4])
+x = np.random.rand(n, c, *(4,) * nd).astype(np.float32)
+g = np.random.rand(n, 0, *(3,) * (nd - 1), nd).astype(np.float32)
+go = np.zeros((n, c) + g.shape[1:-1], np.float32)
+ig = np.full(x.shape, 7.0, np.float32)
+ext.backward(go, x, g, ig, None, 0, 0, False, False, 2)
+assert not ig.any(), "inputGrad not zeroed"
+"""
+
+
+@pytest.mark.parametrize("nd,n,c", [(2, 1, 2), (2, 3, 2), (3, 3, 0), (3, 1, 0)])
+@pytest.mark.xfail(strict=False, reason="library bug (cpu:fast, >1 thread, empty output grid): "
+                   "inputGrad left unzeroed or a crash; worked around in _common.EMPTY_GRID_THREADS")
+def test_library_empty_grid_threads(nd, n, c):
+    """Calls the extension directly with 2 threads, in a child process (it may crash). Not
+    strict: the failure depends on timing (each case failed 3 of 3 runs alone, not always
+    under pytest). When these pass for good, the library is fixed: remove the workaround."""
+    r = subprocess.run([sys.executable, "-c", _EMPTY_GRID, str(nd), str(n), str(c)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-300:])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_empty_grid_any_threads(threads):
+    """Through the package (with the workaround): zeros, never a crash, any thread count."""
+    gridsample.set_num_threads(threads)
+    for nd in (2, 3):
+        for n in (1, 3):
+            for c in (0, 2):
+                x = torch.randn((n, c) + (4,) * nd, requires_grad=True)
+                g = torch.rand((n, 0) + (3,) * (nd - 1) + (nd,), requires_grad=True)
+                out = gridsample.grid_sample(x, g, align_corners=False)
+                out.sum().backward()
+                assert out.shape == (n, c, 0) + (3,) * (nd - 1)
+                assert torch.equal(x.grad, torch.zeros_like(x))
+                gx, gg = gnp.grid_sample_backward(np.zeros(out.shape, np.float32),
+                                                  x.detach().numpy(), g.detach().numpy())
+                assert not gx.any() and gg.shape == g.shape
