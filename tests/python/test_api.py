@@ -209,7 +209,10 @@ def test_thread_counts_passed(monkeypatch):
 
 
 _OVERSUBSCRIPTION = r"""
-import os, sys, torch, gridsample, numpy as np
+import os, sys, importlib
+for m in sys.argv[1:]:
+    importlib.import_module(m)
+import torch, gridsample, numpy as np
 torch.set_num_threads(2)
 x = torch.randn(2, 8, 24, 24, 24); g = torch.rand(2, 20, 20, 20, 3) * 2 - 1
 for _ in range(5):
@@ -223,12 +226,16 @@ print(len(os.listdir("/proc/self/task")), "|".join(gomps))
 """
 
 
-def test_next_to_torch_openmp_runtime():
-    """Loaded next to torch (PyPI's torch ships its own libgomp): no crash, and the threads
-    stay bounded: each runtime's pool holds at most the cores it was given."""
+@pytest.mark.parametrize("first", ["torch", "gridsample"])
+def test_next_to_torch_openmp_runtime(first):
+    """Loaded next to torch (PyPI's torch ships its own libgomp), imported before or after it:
+    no crash, and the threads stay bounded: each runtime's pool holds at most the cores it was
+    given. (Seen 2026-12-01: with PyPI torch 2.15 both libraries share torch's libgomp.so.1,
+    which is loaded first under the same soname; 4 threads in all.)"""
     env = dict(os.environ, OMP_NUM_THREADS="2")
-    r = subprocess.run([sys.executable, "-c", _OVERSUBSCRIPTION], env=env, capture_output=True,
-                       text=True, timeout=300)
+    second = "gridsample" if first == "torch" else "torch"
+    r = subprocess.run([sys.executable, "-c", _OVERSUBSCRIPTION, first, second], env=env,
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     threads, gomps = r.stdout.split()
     # the main thread, torch's pool (2 - 1), ours (2 - 1), one spare (e.g. a runtime helper).
