@@ -5,6 +5,7 @@
 #include <png.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -244,22 +245,57 @@ TEST(Cli, TinySyntheticRunWritesItsOutputs) {
   const CliRun r = cli({"--size", "16", "--levels", "1", "--iters", "3", "--out", dir.str()});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
-  for (const char* s : {"field error", "MSE", "NCC", "grid sampler operators"})
+  for (const char* s : {"field error", "MSE", "NCC", "grid sampler operators", "det J: min"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from\n" << r.out;
-  for (const char* f :
-       {"warped.nii.gz", "field.nii.gz", "fixed.nii.gz", "moving.nii.gz", "true_field.nii.gz"})
+  for (const char* f : {"warped.nii.gz", "field.nii.gz", "jacobian.nii.gz", "fixed.nii.gz",
+                        "moving.nii.gz", "true_field.nii.gz"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
-  // The picture is a valid PNG of the expected layout: 5 columns by 3 rows of 200-pixel tiles.
+  // The picture is a valid PNG of the expected layout: 6 columns (images, differences, det J)
+  // by 3 rows of 200-pixel tiles.
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   ASSERT_TRUE(png_image_begin_read_from_file(&image, (dir / "registration.png").c_str()))
       << image.message;
-  EXPECT_GT(image.width, 5u * 200u);
+  EXPECT_GT(image.width, 6u * 200u);
   EXPECT_GT(image.height, 3u * 200u);
   png_image_free(&image);
   // The written field reads back as the field of the fixed image's grid.
   const Field u = read_nifti_field(dir / "field.nii.gz", nullptr);
   EXPECT_EQ(u.dims, (Dims{16, 16, 16}));
+  // The det J map is a volume of the fixed grid, positive everywhere for the default transform.
+  const Volume det = read_nifti(dir / "jacobian.nii.gz");
+  EXPECT_EQ(det.dims, (Dims{16, 16, 16}));
+  EXPECT_GT(*std::min_element(det.data.begin(), det.data.end()), 0.f);
+}
+
+// --pair-from: a known-field pair from an image file, at another voxel size.
+TEST(Cli, PairFromAnImageFile) {
+  TempDir dir;
+  Volume img({40, 36, 32}, identity4());  // 1 mm voxels
+  for (int64_t z = 0; z < 32; ++z)
+    for (int64_t y = 0; y < 36; ++y)
+      for (int64_t x = 0; x < 40; ++x) {
+        const double r2 =
+            (x - 20.0) * (x - 20.0) + (y - 18.0) * (y - 18.0) + (z - 16.0) * (z - 16.0);
+        img.at(x, y, z) =
+            float(r2 < 196 ? 100 + 40 * std::sin(0.5 * double(x)) * std::cos(0.4 * double(y)) : 0);
+      }
+  write_nifti(dir / "img.nii.gz", img);
+  const CliRun r = cli({"--pair-from", dir / "img.nii.gz", "--voxel-size", "2", "--max-disp", "2",
+                        "--levels", "1", "--iters", "20", "--out", dir / "out"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("20x18x16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inside the anatomy"), std::string::npos) << r.out;
+  const Volume moving = read_nifti(dir / "out/moving.nii.gz");
+  EXPECT_EQ(moving.dims, (Dims{20, 18, 16}));
+  EXPECT_NEAR(spacing(moving.affine)[0], 2.0, 1e-6);
+  // The voxel centres moved by half a voxel of the old grid: new voxel 0 is old 0.5.
+  EXPECT_NEAR(moving.affine[0][3], 0.5, 1e-6);
+  Mat4 a{};
+  const Field truth = read_nifti_field(dir / "out/true_field.nii.gz", &a);
+  EXPECT_EQ(truth.dims, moving.dims);
+  EXPECT_GT(jacobian_stats(jacobian_determinant(truth)).min, 0);
+  expect_one_line_error(cli({"--pair-from", dir / "img.nii.gz", "--size", "32"}), "--size");
 }
 
 }  // namespace

@@ -418,12 +418,13 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
                       dims_str(fixed.dims).c_str(), e0.mean, e1.mean, ncc0, ncc1)
                 : fmt("GRIDSAMPLE-REGISTER  %s  NCC %.5f -> %.5f", dims_str(fixed.dims).c_str(),
                       ncc0, ncc1);
-  write_png(path("registration.png"), registration_picture(fixed, moving, r.warped, title));
-  write_nifti(path("warped.nii.gz"), r.warped);
-  write_nifti_field(path("field.nii.gz"), r.field, fixed.affine);
   Volume det(fixed.dims, fixed.affine);
   det.data = jacobian_determinant(r.field);
   const JacobianStats js = jacobian_stats(det.data);
+  write_png(path("registration.png"),
+            registration_picture(fixed, moving, r.warped, title, &det.data));
+  write_nifti(path("warped.nii.gz"), r.warped);
+  write_nifti_field(path("field.nii.gz"), r.field, fixed.affine);
   write_nifti(path("jacobian.nii.gz"), det);
   if (synthetic) {
     write_nifti(path("fixed.nii.gz"), fixed);

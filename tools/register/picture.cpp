@@ -135,8 +135,22 @@ void write_png(const std::string& path, const Canvas& canvas) {
   }
 }
 
+// det J: log2 scale, blue (0.5 and below) through white (1) to red (2 and above); green where
+// the map folds (det J <= 0).
+void jacobian_colour(float det, uint8_t rgb[3]) {
+  if (!(det > 0)) {
+    rgb[0] = 0, rgb[1] = 230, rgb[2] = 0;
+    return;
+  }
+  const float t = std::clamp(std::log2(det), -1.f, 1.f);
+  const uint8_t fade = uint8_t(std::lround(255 * (1 - std::fabs(t))));
+  rgb[0] = t < 0 ? fade : 255;
+  rgb[1] = fade;
+  rgb[2] = t > 0 ? fade : 255;
+}
+
 Canvas registration_picture(const Volume& fixed, const Volume& moving, const Volume& warped,
-                            const std::string& title) {
+                            const std::string& title, const std::vector<float>* det_j) {
   const Dims d = fixed.dims;
   const auto sp = spacing(fixed.affine);
   const Window wf = robust_window(fixed.data), wm = robust_window(moving.data);
@@ -151,15 +165,17 @@ Canvas registration_picture(const Volume& fixed, const Volume& moving, const Vol
   std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(k), sorted.end());
   const float diff_max = std::max(sorted[k], 0.05f);
 
-  const char* columns[] = {"FIXED", "MOVING", "WARPED", "|FIXED-MOVING|", "|FIXED-WARPED|"};
+  const char* columns[] = {"FIXED",          "MOVING",         "WARPED",
+                           "|FIXED-MOVING|", "|FIXED-WARPED|", "DET J"};
+  const int ncols = det_j != nullptr ? 6 : 5;
   const int label_w = Canvas::text_width("SAGITTAL", kScale) + 2 * kGap;
   const int header_h = 2 * kCharH + kGap;
-  const int width = label_w + 5 * (kTile + kGap) + kGap;
+  const int width = label_w + ncols * (kTile + kGap) + kGap;
   const int height = header_h + 3 * (kTile + kGap) + kCharH + kGap;
   Canvas c(width, height, 24);
   const uint8_t white[3] = {235, 235, 235}, gray[3] = {150, 150, 150};
   c.text(kGap, kGap, title, kScale, white);
-  for (int col = 0; col < 5; ++col) {
+  for (int col = 0; col < ncols; ++col) {
     const int cx = label_w + col * (kTile + kGap) + kTile / 2;
     c.text(cx - Canvas::text_width(columns[col], kScale) / 2, kGap + kCharH + kGap / 2,
            columns[col], kScale, white);
@@ -170,7 +186,7 @@ Canvas registration_picture(const Volume& fixed, const Volume& moving, const Vol
     tile_size(pl, d, sp, &w, &h);
     const int y0 = header_h + r * (kTile + kGap) + (kTile - h) / 2;
     c.text(kGap, header_h + r * (kTile + kGap) + kTile / 2 - kCharH / 2, pl.name, kScale, white);
-    for (int col = 0; col < 5; ++col) {
+    for (int col = 0; col < ncols; ++col) {
       const int x0 = label_w + col * (kTile + kGap) + (kTile - w) / 2;
       draw_tile(&c, x0, y0, pl, d, w, h, [&](const double p[3], uint8_t rgb[3]) {
         float t;
@@ -187,16 +203,21 @@ Canvas registration_picture(const Volume& fixed, const Volume& moving, const Vol
           case 3:
             hot(lookup(before, d, p) / diff_max, rgb);
             return;
-          default:
+          case 4:
             hot(lookup(after, d, p) / diff_max, rgb);
+            return;
+          default:
+            jacobian_colour(lookup(*det_j, d, p), rgb);
             return;
         }
         rgb[0] = rgb[1] = rgb[2] = uint8_t(std::lround(255 * t));
       });
     }
   }
-  const std::string note = "DIFFERENCES: WINDOWED INTENSITIES, 0 TO " +
-                           std::to_string(int(std::lround(100 * diff_max))) + "% OF THE WINDOW";
+  const std::string note =
+      "DIFFERENCES: WINDOWED INTENSITIES, 0 TO " +
+      std::to_string(int(std::lround(100 * diff_max))) + "% OF THE WINDOW" +
+      (det_j != nullptr ? ".  DET J: BLUE 0.5, WHITE 1, RED 2, GREEN <= 0" : "");
   c.text(kGap, height - kCharH, note, kScale, gray);
   return c;
 }

@@ -1,5 +1,5 @@
-// registration.png: mid-slices of fixed, moving, warped and the absolute differences before and
-// after, in the three planes, labelled with an embedded bitmap font; written with libpng.
+// registration.png: mid-slices of fixed, moving, warped, the absolute differences before and
+// after and det J, in the three planes, labelled with an embedded bitmap font; written with libpng.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,9 @@ struct Canvas {
 // Throws std::runtime_error (one line) when the file cannot be written.
 void write_png(const std::string& path, const Canvas& canvas);
 
-// moving and warped must be on fixed's grid. `title` is drawn above the panels.
+// moving and warped must be on fixed's grid. `title` is drawn above the panels. With det_j (on
+// fixed's grid) a sixth column shows the Jacobian determinant of the transform.
 Canvas registration_picture(const Volume& fixed, const Volume& moving, const Volume& warped,
-                            const std::string& title);
+                            const std::string& title, const std::vector<float>* det_j = nullptr);
 
 }  // namespace gsreg

@@ -52,6 +52,15 @@ std::vector<float> smooth(const std::vector<float>& in, Dims d, const bool axes[
   return a;
 }
 
+// Multiplies the components of an interleaved field by per-axis factors.
+void scale_components(std::vector<float>* field, const float s[3]) {
+  float* p = field->data();
+  const int64_t n = int64_t(field->size() / 3);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i)
+    for (int a = 0; a < 3; ++a) p[3 * i + a] *= s[a];
+}
+
 // Adds lambda * d/du of the diffusion energy to grad and returns the energy (without lambda).
 double add_diffusion(const Field& u, double lambda, std::vector<float>* grad) {
   const Dims d = u.dims;
@@ -198,28 +207,59 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   }
 
   RegisterResult result;
-  Field param, u;  // param: v (svf) or u (displacement)
-  std::vector<float> grid, warped, residual, grad, grad_v;
+  Field param, uc, u;  // param: v (svf) or u (displacement); uc = exp(v) on v's grid
+  std::vector<float> grid, warped, residual, grad, grad_c, grad_v;
   for (int level = 0; level < levels; ++level) {
     const auto t_level = Clock::now();
     const size_t l = size_t(levels - 1 - level);
     const Dims d = dims[l];
     const std::vector<float>& f = pf[l];
-    param = level == 0 ? Field(d) : resize_field(rt, param, d);
+    // NOTE [ Half-resolution velocity ]
+    // A velocity's scaling and squaring (K compositions and their gradients, each a 3-channel
+    // GridSampler3D(Grad)) costs several times the image warp, and each level eight times the
+    // one below. As VoxelMorph does (int_downsize 2), the velocity therefore lives on the grid
+    // of the level below the image's at every level but the coarsest; its exponential is
+    // upsampled to the image grid by one 3-channel GridSampler3D call, whose adjoint
+    // (GridSampler3DGrad, input gradient only) carries the gradient back. The metric still sees
+    // every voxel of each level, the finest included.
+    const bool half = svf && options.half_resolution_velocity && level > 0;
+    const Dims dv = half ? pyramid_dims(d, 2)[1] : d;
+    if (level == 0)
+      param = Field(dv);
+    else if (param.dims != dv)
+      param = resize_field(rt, param, dv);
+    const bool upsampled = svf && dv != d;
     WarpOp op(rt, d, d, Padding::Border);
     op.set_moving(pm[l]);
     std::unique_ptr<SvfIntegrator> integ;
-    if (svf) integ = std::make_unique<SvfIntegrator>(rt, d);
+    if (svf) integ = std::make_unique<SvfIntegrator>(rt, dv);
+    std::unique_ptr<WarpOp> up;
+    std::vector<float> up_grid;
+    const float up_scale[3] = {float(double(d.x) / double(dv.x)), float(double(d.y) / double(dv.y)),
+                               float(double(d.z) / double(dv.z))};
+    if (upsampled) {
+      up = std::make_unique<WarpOp>(rt, dv, d, Padding::Border, 3, true, false);
+      up_grid = identity_grid(d);
+      u = Field(d);
+    }
     Adam adam(options.learning_rate, param.data.size(), svf ? 0.05 : 0.0);
     const int iters = options.iters[size_t(level)];
     const float du_dg[3] = {2.f / float(d.x), 2.f / float(d.y), 2.f / float(d.z)};
     const double n = double(d.count());
     double loss = 0;
+    int squarings = 0;
     residual.resize(f.size());
     for (int it = 1; it <= iters; ++it) {
       const auto t_iter = Clock::now();
-      int squarings = 0;
-      if (svf) squarings = integ->exp(param, &u);
+      // The number of squarings follows the field's size and roughness (NOTE [ Stationary
+      // velocity fields ]); both change slowly, so they are measured every few iterations.
+      if (svf && (it % 5 == 1 || it == 1)) squarings = squaring_steps(param);
+      if (svf) integ->exp(param, upsampled ? &uc : &u, squarings);
+      if (upsampled) {
+        up->set_moving(uc.data.data());
+        up->forward(up_grid.data(), u.data.data());
+        scale_components(&u.data, up_scale);
+      }
       const Field& disp = svf ? u : param;
       displaced_grid(disp, &grid);
       op.forward(grid, &warped);
@@ -227,16 +267,21 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
                            ? ssd_loss(warped.data(), f.data(), f.size(), residual.data())
                            : lncc_loss(warped.data(), f.data(), d, options.window, residual.data());
       op.backward(residual, &grad);
-      for (size_t i = 0; i < grad.size(); i += 3)
-        for (int a = 0; a < 3; ++a) grad[i + size_t(a)] *= du_dg[a];
+      scale_components(&grad, du_dg);
+      if (upsampled) {
+        scale_components(&grad, up_scale);
+        grad_c.resize(uc.data.size());
+        up->backward(grad.data(), nullptr, grad_c.data());
+        grad.swap(grad_c);
+      }
       if (svf) {
         integ->backward(grad, &grad_v);
         grad.swap(grad_v);
       }
       const double reg = options.lambda > 0 ? add_diffusion(param, options.lambda, &grad) : 0;
-      gaussian_smooth(&grad, d, 3, options.sigma_grad);
+      gaussian_smooth(&grad, dv, 3, options.sigma_grad);
       adam.step(grad, &param.data);
-      gaussian_smooth(&param.data, d, 3, options.sigma_field);
+      gaussian_smooth(&param.data, dv, 3, options.sigma_field);
       loss = (m + options.lambda * reg) / n;
       if (progress) {
         Progress p;
@@ -257,6 +302,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   }
   if (svf) {
     result.field = exp_field(rt, param);
+    if (result.field.dims != fixed.dims) result.field = resize_field(rt, result.field, fixed.dims);
     result.velocity = std::move(param);
   } else {
     result.field = std::move(param);

@@ -47,6 +47,9 @@ struct RegisterOptions {
   double lambda = -1;       // weight of the diffusion regulariser: 0 (svf), 3e-4 (displacement)
   double sigma_grad = -1;   // Gaussian on the gradient, voxels: 1 (svf), 0 (displacement)
   double sigma_field = -1;  // Gaussian on the field after each step: 0.5 (svf), 0 (displacement)
+  // svf: except at the coarsest level, the velocity (and its integration) lives on the grid of
+  // the level below, and its exponential is upsampled (NOTE [ Half-resolution velocity ]).
+  bool half_resolution_velocity = true;
 
   // These options with the defaults filled in.
   RegisterOptions resolved() const;

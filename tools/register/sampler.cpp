@@ -102,7 +102,7 @@ void DeviceBuffer::download(float* host) const {
 }
 
 WarpOp::WarpOp(Runtime& rt, Dims moving_dims, Dims out_dims, Padding padding, int64_t channels,
-               bool input_grad)
+               bool input_grad, bool grid_grad)
     : rt_(rt),
       out_dims_(out_dims),
       channels_(channels),
@@ -110,16 +110,16 @@ WarpOp::WarpOp(Runtime& rt, Dims moving_dims, Dims out_dims, Padding padding, in
       grid_(size_t(3 * out_dims.count())),
       warped_(size_t(out_dims.count() * channels)),
       grad_out_(size_t(out_dims.count() * channels)),
-      grid_grad_(size_t(3 * out_dims.count())),
+      grid_grad_(grid_grad ? size_t(3 * out_dims.count()) : 0),
       input_grad_(input_grad ? size_t(moving_dims.count() * channels) : 0) {
   try {
     t_moving_ = make_feature(moving_, moving_dims, channels);
     t_grid_ = make_grid(grid_, out_dims);
     t_warped_ = make_feature(warped_, out_dims, channels);
     t_grad_out_ = make_feature(grad_out_, out_dims, channels);
-    t_grid_grad_ = make_grid(grid_grad_, out_dims);
+    if (grid_grad) t_grid_grad_ = make_grid(grid_grad_, out_dims);
     if (input_grad) t_input_grad_ = make_feature(input_grad_, moving_dims, channels);
-    const bool mask[2] = {input_grad, true};
+    const bool mask[2] = {input_grad, grid_grad};
     mask_ = aclCreateBoolArray(mask, 2);
     if (mask_ == nullptr) fail("aclCreateBoolArray", -1);
 
@@ -185,8 +185,9 @@ void WarpOp::backward(const std::vector<float>& grad_out, std::vector<float>* gr
 }
 
 void WarpOp::backward(const float* grad_out, float* grid_grad, float* input_grad) {
-  if (input_grad != nullptr && t_input_grad_ == nullptr)
-    throw std::logic_error("WarpOp: the input gradient was not planned");
+  if ((input_grad != nullptr && t_input_grad_ == nullptr) ||
+      (grid_grad != nullptr && t_grid_grad_ == nullptr))
+    throw std::logic_error("WarpOp: a gradient that was not planned");
   grad_out_.upload(grad_out);
   const auto t0 = Clock::now();
   check(aclnnGridSampler3DBackward(bwd_ws_.data(), bwd_ws_bytes_, bwd_, rt_.stream()),

@@ -76,11 +76,12 @@ inline float voxel_to_normalized(double i, int64_t s) { return float((2 * i + 1)
 // operator and the backward operator, each planned once with a repeatable executor; later runs
 // only change the contents of the captured buffers. The backward asks for the grid gradient
 // (what a registration needs) and, when `input_grad` is set, for the input gradient too (what
-// differentiating a field composition or an upsampling needs).
+// differentiating a field composition needs); an upsampling's adjoint asks for the input
+// gradient alone (grid_grad false).
 class WarpOp {
  public:
   WarpOp(Runtime& rt, Dims moving_dims, Dims out_dims, Padding padding, int64_t channels = 1,
-         bool input_grad = false);
+         bool input_grad = false, bool grid_grad = true);
   ~WarpOp();
   WarpOp(const WarpOp&) = delete;
   WarpOp& operator=(const WarpOp&) = delete;

@@ -142,21 +142,22 @@ int SvfIntegrator::exp(const Field& v, Field* u, int steps) {
   const int k = steps > 0 ? steps : squaring_steps(v);
   const size_t n = v.data.size();
   u_.resize(size_t(k));
-  *u = Field(d_);
+  grids_.resize(size_t(k));
+  if (u->dims != d_ || u->data.size() != v.data.size()) *u = Field(d_);
   const float scale = 1.f / float(int64_t(1) << k);
   float* cur = u->data.data();
   const float* vin = v.data.data();
 #pragma omp parallel for schedule(static) if (int64_t(n) > kParallelMin)
   for (int64_t i = 0; i < int64_t(n); ++i) cur[i] = vin[i] * scale;
-  grid_.resize(n);
-  std::vector<float> sampled(n);
+  sampled_.resize(n);
   for (int s = 0; s < k; ++s) {
     u_[size_t(s)].assign(u->data.begin(), u->data.end());
-    displaced_grid(u->data.data(), d_, grid_.data());
+    grids_[size_t(s)].resize(n);
+    displaced_grid(u->data.data(), d_, grids_[size_t(s)].data());
     op_->set_moving(u->data.data());
-    op_->forward(grid_.data(), sampled.data());
+    op_->forward(grids_[size_t(s)].data(), sampled_.data());
     float* out = u->data.data();
-    const float* add = sampled.data();
+    const float* add = sampled_.data();
 #pragma omp parallel for schedule(static) if (int64_t(n) > kParallelMin)
     for (int64_t i = 0; i < int64_t(n); ++i) out[i] += add[i];
   }
@@ -168,12 +169,10 @@ void SvfIntegrator::backward(const std::vector<float>& grad_u, std::vector<float
   g_ = grad_u;
   g_grid_.resize(n);
   g_input_.resize(n);
-  grid_.resize(n);
   const float du_dg[3] = {2.f / float(d_.x), 2.f / float(d_.y), 2.f / float(d_.z)};
   for (size_t s = u_.size(); s-- > 0;) {
-    displaced_grid(u_[s].data(), d_, grid_.data());
     op_->set_moving(u_[s].data());
-    op_->set_grid(grid_.data());
+    op_->set_grid(grids_[s].data());
     op_->backward(g_.data(), g_grid_.data(), g_input_.data());
     float* g = g_.data();
     const float* gg = g_grid_.data();

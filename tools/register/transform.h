@@ -58,8 +58,8 @@ class SvfIntegrator {
  private:
   Dims d_;
   std::unique_ptr<WarpOp> op_;
-  std::vector<std::vector<float>> u_;  // u_0 .. u_{K-1}
-  std::vector<float> grid_, g_, g_grid_, g_input_;
+  std::vector<std::vector<float>> u_, grids_;  // u_0 .. u_{K-1} and their grids x + u_k
+  std::vector<float> g_, g_grid_, g_input_, sampled_;
 };
 
 // exp(v) in one call (tests, outputs).
