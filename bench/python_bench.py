@@ -16,8 +16,8 @@ Last, the overhead per call in microseconds on a tiny tensor (1x1x2x2, 2x2 grid)
 Usage (set OMP_NUM_THREADS explicitly; both libraries then use that many threads):
     OMP_NUM_THREADS=2 python bench/python_bench.py [--min-time 0.3] [--repetitions 5]
         [--filter REGEX] [--skip-torch]
-Each figure is the median over repetitions of the mean time per call within a repetition
-(a repetition runs the call at least once and for at least --min-time seconds).
+Each figure is the median over rounds of the mean time per call within a round (at least one
+call and at least --min-time seconds); each round times all the variants of a case in turn.
 """
 import argparse
 import os
@@ -64,27 +64,35 @@ def inputs(case, seed=0):
     return x, grid, go
 
 
-def timeit(fn, min_time, repetitions):
-    """Median over repetitions of the mean seconds per call."""
-    fn()  # warm up (allocations, thread pools)
-    reps = []
-    for _ in range(repetitions):
-        calls, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            calls += 1
-            elapsed = time.perf_counter() - t0
-            if elapsed >= min_time:
-                break
-        reps.append(elapsed / calls)
-    return statistics.median(reps)
+def mean_time(fn, min_time):
+    """Mean seconds per call over at least one call and at least min_time seconds."""
+    calls, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_time:
+            return elapsed / calls
 
 
-def c_api_time(fn_reps, min_time, repetitions):
+def c_mean_time(fn_reps, min_time):
     """The same for the extension's in-C loop: fn_reps(k) runs k calls and returns seconds."""
     one = fn_reps(1)
     k = max(1, int(min_time / max(one, 1e-9)))
-    return statistics.median(fn_reps(k) / k for _ in range(repetitions))
+    return fn_reps(k) / k
+
+
+def rounds(timers, min_time, repetitions):
+    """{name: median seconds per call}: each round times every timer once, in turn, so that all
+    sides of a ratio see the same minute of a shared machine."""
+    for kind, fn in timers.values():
+        fn(1) if kind == "c" else fn()  # warm up (allocations, thread pools)
+    samples = {name: [] for name in timers}
+    for _ in range(repetitions):
+        for name, (kind, fn) in timers.items():
+            samples[name].append(c_mean_time(fn, min_time) if kind == "c"
+                                 else mean_time(fn, min_time))
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def fmt_time(s):
@@ -132,13 +140,12 @@ def bench_case(name, case, args, threads):
             th_fwd()
         except RuntimeError:  # e.g. torch 1.13 has no 16-bit CPU kernels
             torch_ok = False
-    r = {}
-    r["c_fwd"] = c_api_time(c_fwd, args.min_time, args.repetitions)
-    r["gs_fwd"] = timeit(gs_fwd, args.min_time, args.repetitions)
-    r["th_fwd"] = timeit(th_fwd, args.min_time, args.repetitions) if torch_ok else None
-    r["c_bwd"] = c_api_time(c_bwd, args.min_time, args.repetitions)
-    r["gs_fb"] = timeit(gs_fb, args.min_time, args.repetitions)
-    r["th_fb"] = timeit(th_fb, args.min_time, args.repetitions) if torch_ok else None
+    timers = {"c_fwd": ("c", c_fwd), "gs_fwd": ("py", gs_fwd), "c_bwd": ("c", c_bwd),
+              "gs_fb": ("py", gs_fb)}
+    if torch_ok:
+        timers.update({"th_fwd": ("py", th_fwd), "th_fb": ("py", th_fb)})
+    r = dict(th_fwd=None, th_fb=None)
+    r.update(rounds(timers, args.min_time, args.repetitions))
     return r
 
 
@@ -146,12 +153,6 @@ def tiny_overhead(args, threads):
     x = torch.randn(1, 1, 2, 2)
     grid = torch.rand(1, 2, 2, 2) * 2 - 1
     out = torch.empty(1, 1, 2, 2)
-    c = c_api_time(lambda k: _ext.forward(x, grid, out, 0, 0, False, False, threads, k),
-                   args.min_time, args.repetitions)
-    py = timeit(lambda: gridsample.grid_sample(x, grid, "bilinear", "zeros", False),
-                args.min_time, args.repetitions)
-    th = timeit(lambda: F.grid_sample(x, grid, "bilinear", "zeros", False), args.min_time,
-                args.repetitions)
     xr = x.clone().requires_grad_()
     go = torch.ones(1, 1, 2, 2)
 
@@ -163,8 +164,12 @@ def tiny_overhead(args, threads):
         xr.grad = None
         F.grid_sample(xr, grid, "bilinear", "zeros", False).backward(go)
 
-    return c, py, th, timeit(fb, args.min_time, args.repetitions), \
-        timeit(fbt, args.min_time, args.repetitions)
+    r = rounds({
+        "c": ("c", lambda k: _ext.forward(x, grid, out, 0, 0, False, False, threads, k)),
+        "py": ("py", lambda: gridsample.grid_sample(x, grid, "bilinear", "zeros", False)),
+        "th": ("py", lambda: F.grid_sample(x, grid, "bilinear", "zeros", False)),
+        "fb": ("py", fb), "fbt": ("py", fbt)}, args.min_time, args.repetitions)
+    return r["c"], r["py"], r["th"], r["fb"], r["fbt"]
 
 
 def main():
