@@ -24,6 +24,6 @@ def __getattr__(name):
         fn = importlib.import_module(".torch", __name__).grid_sample
         globals()["grid_sample"] = fn
         return fn
-    if name in ("torch", "numpy", "bench"):
+    if name in ("torch", "numpy"):
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'gridsample' has no attribute '{name}'")

@@ -488,3 +488,24 @@ def test_empty_grid_any_threads(threads):
                 gx, gg = gnp.grid_sample_backward(np.zeros(out.shape, np.float32),
                                                   x.detach().numpy(), g.detach().numpy())
                 assert not gx.any() and gg.shape == g.shape
+
+
+def test_python_threads_at_once():
+    """Calls from several Python threads at once (the GIL is released while a kernel runs, and
+    each OS thread sets its own run thread count): the same results as one at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = [_pair(nd=3, n=2, c=4, seed=s) for s in range(6)]
+    serial = [gridsample.grid_sample(x, g, "bilinear", "border", False) for x, g in cases]
+
+    def work(i):
+        gridsample.set_num_threads(0)
+        x, g = cases[i % len(cases)]
+        if i % 2:
+            return gnp.grid_sample(x.numpy(), g.numpy(), "bilinear", "border", False)
+        return gridsample.grid_sample(x, g, "bilinear", "border", False).numpy()
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(24)))
+    for i, r in enumerate(results):
+        assert np.array_equal(r, serial[i % len(cases)].numpy())
