@@ -234,6 +234,18 @@ TEST(Cli, BadInputEndsInOneLineErrorAndNonZeroStatus) {
   expect_one_line_error(cli({"--fixed", dir / "small.nii", "--moving", dir / "small.nii", out}),
                         "3x4x4");
   expect_one_line_error(cli({"--out", "/proc/gsreg-cannot-be-created"}), "output folder");
+  // A truncated file and a 4-D file: one line each, status 1. (NaN voxels cannot be tested
+  // here: the NIfTI library itself reads them as 0.)
+  write_nifti(dir / "good.nii", test_volume({8, 8, 8}));
+  fs::copy_file(dir / "good.nii", dir / "truncated.nii");
+  fs::resize_file(dir / "truncated.nii", fs::file_size(dir / "good.nii") - 100);
+  write_nifti_field(dir / "field4d.nii", Field({8, 8, 8}), identity4());
+  for (const auto& [file, mentions] : std::vector<std::pair<std::string, std::string>>{
+           {"truncated.nii", "truncated"}, {"field4d.nii", "3-D volume"}}) {
+    const CliRun r = cli({"--fixed", dir / file, "--moving", dir / "good.nii", out});
+    expect_one_line_error(r, mentions);
+    EXPECT_EQ(r.status, 1) << file;
+  }
   EXPECT_EQ(cli({"--bogus"}).status, 2);
   const CliRun help = cli({"--help"});
   EXPECT_EQ(help.status, 0);

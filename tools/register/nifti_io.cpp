@@ -96,8 +96,13 @@ std::vector<float> to_float(const nifti_image& nim, const std::string& path) {
     const float a = float(nim.scl_slope), b = float(nim.scl_inter);
     for (float& v : out) v = a * v + b;
   }
-  for (float& v : out)
-    if (!std::isfinite(v)) v = 0;
+  // nifti_read_buffer already turns non-finite float voxels into 0 (it cannot be switched
+  // off); a value that scaling makes non-finite is an error rather than a silent 0.
+  int64_t bad = 0;
+  for (float v : out) bad += !std::isfinite(v);
+  if (bad > 0)
+    fail("cannot read " + path + ": " + std::to_string(bad) + " of " + std::to_string(n) +
+         " voxels are not finite (NaN or infinity)");
   return out;
 }
 

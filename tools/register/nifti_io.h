@@ -10,7 +10,8 @@ namespace gsreg {
 
 // Reads a 3-D volume (.nii, .nii.gz, or a .hdr/.img pair) as float, scaled by scl_slope and
 // scl_inter. The affine is the sform if set, else the qform; a file with neither gets its pixdim
-// spacing and is centred on the world origin. Non-finite voxels read as 0.
+// spacing and is centred on the world origin. Non-finite float voxels read as 0 (the NIfTI
+// library's doing); voxels that scl_slope/scl_inter make non-finite are an error.
 Volume read_nifti(const std::string& path);
 
 // Writes a NIfTI-1 float32 volume (gzipped when the name ends in .gz), affine as sform and qform.
