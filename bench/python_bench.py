@@ -10,7 +10,10 @@ and the C API alone for the same buffers (the extension runs the aclnn calls in 
 process, no Python in between), so that the Python layer's cost is measured, not guessed:
     ovh fwd  = gridsample fwd / C API fwd - 1
     ovh f+b  = gridsample fwd+bwd / (C API fwd + C API bwd) - 1
-(the fwd+bwd figure also contains autograd's own work: allocating the gradients, the graph).
+each the median over --pairs back-to-back pairs (one C API call, then one Python call), so that
+load from other work hits both sides alike; the fwd+bwd figure also contains autograd's own work
+(allocating the output and the gradients, the graph), which the C API loop, reusing its
+buffers, does not do.
 Last, the overhead per call in microseconds on a tiny tensor (1x1x2x2, 2x2 grid).
 
 Usage (set OMP_NUM_THREADS explicitly; both libraries then use that many threads):
@@ -95,6 +98,21 @@ def rounds(timers, min_time, repetitions):
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
+def paired_overhead(c_fn, py_fn, pairs):
+    """Median over `pairs` back-to-back pairs of (Python call - C API call): the Python layer's
+    cost, measured so that load from other work on a shared machine hits both sides alike.
+    c_fn() returns the C API's seconds (timed inside the extension); py_fn() is timed here."""
+    diffs, rel = [], []
+    for _ in range(pairs):
+        c = c_fn()
+        t0 = time.perf_counter()
+        py_fn()
+        py = time.perf_counter() - t0
+        diffs.append(py - c)
+        rel.append(py / c - 1)
+    return statistics.median(diffs), statistics.median(rel)
+
+
 def fmt_time(s):
     if s is None:
         return "n/a"
@@ -146,6 +164,8 @@ def bench_case(name, case, args, threads):
         timers.update({"th_fwd": ("py", th_fwd), "th_fb": ("py", th_fb)})
     r = dict(th_fwd=None, th_fb=None)
     r.update(rounds(timers, args.min_time, args.repetitions))
+    r["ovh_fwd"] = paired_overhead(lambda: c_fwd(1), gs_fwd, args.pairs)
+    r["ovh_fb"] = paired_overhead(lambda: c_fwd(1) + c_bwd(1), gs_fb, args.pairs)
     return r
 
 
@@ -178,6 +198,8 @@ def main():
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--filter", default="")
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--pairs", type=int, default=21,
+                    help="back-to-back (C API, Python) pairs for the overhead columns")
     args = ap.parse_args()
     if "OMP_NUM_THREADS" not in os.environ:
         sys.exit("set OMP_NUM_THREADS explicitly (e.g. OMP_NUM_THREADS=2), so that both "
@@ -197,9 +219,9 @@ def main():
         if args.filter and not re.search(args.filter, name):
             continue
         r = bench_case(name, case, args, threads)
-        ovh_f = r["gs_fwd"] / r["c_fwd"] - 1
+        ovh_f = r["ovh_fwd"][1]
         c_fb = r["c_fwd"] + r["c_bwd"]
-        ovh_fb = r["gs_fb"] / c_fb - 1
+        ovh_fb = r["ovh_fb"][1]
         worst = max(worst, ovh_f)
         sp_f = f"{r['th_fwd'] / r['gs_fwd']:.1f}" if r["th_fwd"] else "n/a"
         sp_fb = f"{r['th_fb'] / r['gs_fb']:.1f}" if r["th_fb"] else "n/a"
