@@ -540,3 +540,48 @@ TEST(Metric, LnccGradientMatchesFiniteDifferences) {
     for (size_t i = 0; i < n; ++i) ASSERT_NEAR(gf[i], grad[i], 1e-3 * largest) << i;
   }
 }
+
+// `apply` with nearest interpolation carries label values over unchanged; linear interpolation of
+// the same map does not; a zero field on the label map's own grid reproduces it.
+TEST(Cli, ApplyNearestKeepsLabelValues) {
+  TempDir dir;
+  const Volume geometry = test_volume({12, 11, 10});
+  Volume labels(geometry.dims, geometry.affine);
+  const float values[4] = {0, 3, 7, 12};
+  for (size_t i = 0; i < labels.data.size(); ++i) labels.data[i] = values[(i / 7 + i / 130) % 4];
+  write_nifti(dir / "labels.nii.gz", labels);
+  Field u(geometry.dims);
+  for (size_t i = 0; i < u.data.size(); ++i)
+    u.data[i] = float(0.4 + 0.8 * std::sin(0.3 * double(i)));
+  write_nifti_field(dir / "field.nii.gz", u, geometry.affine);
+  write_nifti_field(dir / "zero.nii.gz", Field(geometry.dims), geometry.affine);
+  CliRun r = cli({"apply", "--field", dir / "field.nii.gz", "--moving", dir / "labels.nii.gz",
+                  "--out", dir / "out.nii.gz", "--interp", "nearest"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Volume w = read_nifti(dir / "out.nii.gz");
+  ASSERT_EQ(w.dims, geometry.dims);
+  int64_t moved = 0;
+  for (size_t i = 0; i < w.data.size(); ++i) {
+    ASSERT_TRUE(w.data[i] == 0 || w.data[i] == 3 || w.data[i] == 7 || w.data[i] == 12)
+        << i << ": " << w.data[i];
+    moved += w.data[i] != labels.data[i];
+  }
+  EXPECT_GT(moved, 0);
+  r = cli({"apply", "--field", dir / "field.nii.gz", "--moving", dir / "labels.nii.gz", "--out",
+           dir / "linear.nii.gz"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Volume lin = read_nifti(dir / "linear.nii.gz");
+  int64_t blended = 0;
+  for (float v : lin.data) blended += !(v == 0 || v == 3 || v == 7 || v == 12);
+  EXPECT_GT(blended, 0);
+  r = cli({"apply", "--field", dir / "zero.nii.gz", "--moving", dir / "labels.nii.gz", "--out",
+           dir / "same.nii.gz", "--interp", "nearest"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_nifti(dir / "same.nii.gz").data, labels.data);
+  expect_one_line_error(cli({"apply", "--field", dir / "field.nii.gz"}), "--moving");
+  EXPECT_EQ(cli({"apply", "--interp", "cubic"}).status, 2);
+  const CliRun missing = cli({"apply", "--field", dir / "nope.nii.gz", "--moving",
+                              dir / "labels.nii.gz", "--out", dir / "x.nii.gz"});
+  expect_one_line_error(missing, "nope.nii.gz");
+  EXPECT_EQ(missing.status, 1);
+}

@@ -320,6 +320,25 @@ Volume warp(Runtime& rt, const Volume& moving, const Field& u) {
   return out;
 }
 
+Volume apply_field(Runtime& rt, const Volume& moving, const Field& u, const Mat4& affine,
+                   Interp interp) {
+  const Mat4 to_moving = multiply(inverse(moving.affine), affine);
+  const Dims d = u.dims, md = moving.dims;
+  std::vector<float> grid(size_t(3 * d.count()));
+#pragma omp parallel for schedule(static) if (d.count() > kParallelMin)
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x) {
+        const size_t i = size_t(3 * ((z * d.y + y) * d.x + x));
+        const auto p = apply(to_moving, double(x) + u.data[i], double(y) + u.data[i + 1],
+                             double(z) + u.data[i + 2]);
+        for (int a = 0; a < 3; ++a) grid[i + size_t(a)] = voxel_to_normalized(p[size_t(a)], md[a]);
+      }
+  Volume out(d, affine);
+  out.data = sample(rt, moving.data, md, 1, grid, d, Padding::Zeros, interp);
+  return out;
+}
+
 Volume resample_onto(Runtime& rt, const Volume& moving, const Volume& target) {
   const Mat4 to_moving = multiply(inverse(moving.affine), target.affine);
   const Dims d = target.dims, md = moving.dims;

@@ -102,6 +102,12 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 // moving(x + u(x)) on u's grid (which must match moving's dims), border padding.
 Volume warp(Runtime& rt, const Volume& moving, const Field& u);
 
+// `moving` (any grid) sampled at world position A (x + u(x)) for each voxel x of u's grid, whose
+// affine is `affine` (the fixed image's): what `gridsample-register apply` writes. Zero outside
+// moving; Interp::Nearest keeps label values.
+Volume apply_field(Runtime& rt, const Volume& moving, const Field& u, const Mat4& affine,
+                   Interp interp);
+
 // A field on a coarser or finer grid over the same extent, its voxel units rescaled.
 Field resize_field(Runtime& rt, const Field& f, Dims to);
 

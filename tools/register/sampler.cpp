@@ -201,7 +201,7 @@ void WarpOp::backward(const float* grad_out, float* grid_grad, float* input_grad
 
 std::vector<float> sample(Runtime& rt, const std::vector<float>& input, Dims in_dims,
                           int64_t channels, const std::vector<float>& grid, Dims out_dims,
-                          Padding padding) {
+                          Padding padding, Interp interp) {
   DeviceBuffer in(input.size()), g(grid.size()), out(size_t(out_dims.count() * channels));
   in.upload(input.data());
   g.upload(grid.data());
@@ -214,8 +214,8 @@ std::vector<float> sample(Runtime& rt, const std::vector<float>& input, Dims in_
     t_out = make_feature(out, out_dims, channels);
     const auto t0 = Clock::now();
     uint64_t ws_bytes = 0;
-    check(aclnnGridSampler3DGetWorkspaceSize(t_in, t_g, kBilinear, int64_t(padding), kAlignCorners,
-                                             t_out, &ws_bytes, &ex),
+    check(aclnnGridSampler3DGetWorkspaceSize(t_in, t_g, int64_t(interp), int64_t(padding),
+                                             kAlignCorners, t_out, &ws_bytes, &ex),
           "aclnnGridSampler3DGetWorkspaceSize");
     DeviceBuffer ws((ws_bytes + 3) / 4);
     // A one-shot executor: the run releases it.

@@ -117,9 +117,11 @@ class WarpOp {
 
 // One-shot sampling of a `channels`-channel volume (channel-last, interleaved, as a Field) at
 // `grid`, with a single-use executor: pyramids, field upsampling, resampling onto another grid.
+// Interpolation modes of the operator (interpolationMode).
+enum class Interp : int64_t { Linear = 0, Nearest = 1 };
 std::vector<float> sample(Runtime& rt, const std::vector<float>& input, Dims in_dims,
                           int64_t channels, const std::vector<float>& grid, Dims out_dims,
-                          Padding padding);
+                          Padding padding, Interp interp = Interp::Linear);
 
 // The grid (layout (D, H, W, 3)) of the voxel centres of a grid of size `out`: sampling any grid
 // spanning the same extent there resamples it onto `out`.
