@@ -56,9 +56,9 @@ options:
   --iters LIST     iterations per level, coarsest first: one number for every level, or one per
                    level, e.g. 200,100,50 (default: 200 at the coarsest, halving per level)
   --transform T    svf (default: stationary velocity field, u = exp(v)) or displacement
-  --metric M       ssd (default: sum of squared differences) or lncc (local normalised
-                   cross-correlation, for different scanners or subjects)
-  --window N       LNCC window side in voxels, odd (default 5)
+  --metric M       lncc (default: local normalised cross-correlation) or ssd (sum of squared
+                   differences: same scanner and contrast, e.g. a known-field pair)
+  --window N       LNCC window side in voxels, odd (default 9)
   --lr X           Adam step, in voxels of the current level (default 0.3)
   --lambda X       weight of the diffusion regulariser (default 0 for svf, 0.0003 for
                    displacement)

@@ -41,8 +41,8 @@ struct RegisterOptions {
   std::vector<int> iters = {200, 100, 50};  // one count per level, coarsest first
   double learning_rate = 0.3;               // voxels of the current level per Adam step
   Transform transform = Transform::SVF;
-  Metric metric = Metric::SSD;
-  int window = 5;  // LNCC window side, voxels (odd)
+  Metric metric = Metric::LNCC;
+  int window = 9;  // LNCC window side, voxels (odd): ANTs' SyN CC radius 4
   // Negative: the transform's default (resolved()).
   double lambda = -1;       // weight of the diffusion regulariser: 0 (svf), 3e-4 (displacement)
   double sigma_grad = -1;   // Gaussian on the gradient, voxels: 1 (svf), 0 (displacement)
