@@ -28,6 +28,9 @@ double ssd_loss(const float* w, const float* f, size_t n, float* grad) {
 namespace {
 
 // out = zero-padded box sum of `in` over a cube of radius r; tmp is scratch of the same size.
+// Running sums along each axis (three additions per voxel and pass, whatever the window),
+// accumulated in double and restarted for every line, so that the cancellations of the variance
+// terms do not see drift.
 template <typename T>
 void box_sum(const T* in, T* out, T* tmp, Dims d, int r) {
   const int64_t row = d.x, plane = d.x * d.y;
@@ -36,37 +39,54 @@ void box_sum(const T* in, T* out, T* tmp, Dims d, int r) {
   for (int64_t l = 0; l < d.y * d.z; ++l) {
     const T* src = in + l * row;
     T* dst = tmp + l * row;
+    double acc = 0;
+    for (int64_t q = 0; q <= std::min<int64_t>(r, d.x - 1); ++q) acc += double(src[q]);
     for (int64_t x = 0; x < d.x; ++x) {
-      const int64_t lo = std::max<int64_t>(0, x - r), hi = std::min<int64_t>(d.x - 1, x + r);
-      T acc = 0;
-      for (int64_t q = lo; q <= hi; ++q) acc += src[q];
-      dst[x] = acc;
+      dst[x] = T(acc);
+      if (x + r + 1 < d.x) acc += double(src[x + r + 1]);
+      if (x - r >= 0) acc -= double(src[x - r]);
     }
   }
-  // y, into out: whole rows.
-#pragma omp parallel for schedule(static) if (d.count() > kParallelMin)
-  for (int64_t z = 0; z < d.z; ++z)
-    for (int64_t y = 0; y < d.y; ++y) {
-      T* dst = out + z * plane + y * row;
-      std::fill(dst, dst + row, T(0));
-      const int64_t lo = std::max<int64_t>(0, y - r), hi = std::min<int64_t>(d.y - 1, y + r);
-      for (int64_t q = lo; q <= hi; ++q) {
-        const T* src = tmp + z * plane + q * row;
-        for (int64_t x = 0; x < row; ++x) dst[x] += src[x];
-      }
-    }
-    // z, into tmp, then copied back (rows of one y at a time keep the work split by y).
-#pragma omp parallel for schedule(static) if (d.count() > kParallelMin)
-  for (int64_t y = 0; y < d.y; ++y)
+  // y, into out: whole rows, a row of accumulators per plane.
+#pragma omp parallel if (d.count() > kParallelMin)
+  {
+    std::vector<double> acc(static_cast<size_t>(row));
+#pragma omp for schedule(static)
     for (int64_t z = 0; z < d.z; ++z) {
-      T* dst = tmp + z * plane + y * row;
-      std::fill(dst, dst + row, T(0));
-      const int64_t lo = std::max<int64_t>(0, z - r), hi = std::min<int64_t>(d.z - 1, z + r);
-      for (int64_t q = lo; q <= hi; ++q) {
-        const T* src = out + q * plane + y * row;
-        for (int64_t x = 0; x < row; ++x) dst[x] += src[x];
+      const T* src = tmp + z * plane;
+      T* dst = out + z * plane;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t q = 0; q <= std::min<int64_t>(r, d.y - 1); ++q)
+        for (int64_t x = 0; x < row; ++x) acc[size_t(x)] += double(src[q * row + x]);
+      for (int64_t y = 0; y < d.y; ++y) {
+        for (int64_t x = 0; x < row; ++x) dst[y * row + x] = T(acc[size_t(x)]);
+        if (y + r + 1 < d.y)
+          for (int64_t x = 0; x < row; ++x) acc[size_t(x)] += double(src[(y + r + 1) * row + x]);
+        if (y - r >= 0)
+          for (int64_t x = 0; x < row; ++x) acc[size_t(x)] -= double(src[(y - r) * row + x]);
       }
     }
+  }
+  // z, into tmp: rows of one y at a time, a row of accumulators per y; then copied back.
+#pragma omp parallel if (d.count() > kParallelMin)
+  {
+    std::vector<double> acc(static_cast<size_t>(row));
+#pragma omp for schedule(static)
+    for (int64_t y = 0; y < d.y; ++y) {
+      const T* src = out + y * row;
+      T* dst = tmp + y * row;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t q = 0; q <= std::min<int64_t>(r, d.z - 1); ++q)
+        for (int64_t x = 0; x < row; ++x) acc[size_t(x)] += double(src[q * plane + x]);
+      for (int64_t z = 0; z < d.z; ++z) {
+        for (int64_t x = 0; x < row; ++x) dst[z * plane + x] = T(acc[size_t(x)]);
+        if (z + r + 1 < d.z)
+          for (int64_t x = 0; x < row; ++x) acc[size_t(x)] += double(src[(z + r + 1) * plane + x]);
+        if (z - r >= 0)
+          for (int64_t x = 0; x < row; ++x) acc[size_t(x)] -= double(src[(z - r) * plane + x]);
+      }
+    }
+  }
   std::copy(tmp, tmp + plane * d.z, out);
 }
 

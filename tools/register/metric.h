@@ -6,7 +6,8 @@
 // centred at x (zero outside the volume, n = window^3 for every x),
 //   a = <F W> - <F><W>,  b = <F^2> - <F>^2,  c = <W^2> - <W>^2,  cc(x) = a^2 / (b c + eps)
 // (<.> the window mean) and the loss is -sum_x cc(x). The five window sums are separable box
-// sums (three passes of `window` additions per voxel: no running sums, so no drift). The exact
+// sums: running sums along each axis, accumulated in double and restarted on every line, so the
+// cost does not grow with the window and the variances see no drift. The exact
 // gradient is four more box sums: with alpha = dL/da = -2 a / (b c + eps) and
 // beta = dL/dc = a^2 b / (b c + eps)^2, both per window,
 //   dL/dW(y) = [F(y) Box(alpha) - Box(alpha <F>) + 2 W(y) Box(beta) - 2 Box(beta <W>)](y) / n

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gridsample/gridsample.h"
 #include "transform.h"
 
 namespace gsreg {
@@ -18,6 +19,21 @@ double since(Clock::time_point t0) {
 }
 
 constexpr int64_t kMinLevelSize = 8;
+constexpr int64_t kSerialLevel = kParallelMin;  // NOTE [ Threads per level ]
+
+// Sets this thread's operator thread count for a scope, then restores the previous one.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int32_t n) : saved_(gridsampleGetNumThreads()) {
+    if (n > 0) gridsampleSetNumThreads(n);
+  }
+  ~ThreadScope() { gridsampleSetNumThreads(saved_); }
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int32_t saved_;
+};
 
 // Separable Gaussian (sigma 1 voxel, radius 3) along the axes where `axes[a]` is set, edge
 // values repeated.
@@ -206,6 +222,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
       p->push_back(sample(rt, smooth(p->back(), from, halved), from, 1, grid, to, Padding::Border));
   }
 
+  const int32_t user_threads = gridsampleGetNumThreads();
   RegisterResult result;
   Field param, uc, u;  // param: v (svf) or u (displacement); uc = exp(v) on v's grid
   std::vector<float> grid, warped, residual, grad, grad_c, grad_v;
@@ -229,6 +246,13 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
     else if (param.dims != dv)
       param = resize_field(rt, param, dv);
     const bool upsampled = svf && dv != d;
+    // NOTE [ Threads per level ]
+    // A coarse level's operator runs take a few hundred microseconds; split over threads, each
+    // run ends in a join that waits for the slowest thread, and on a machine whose cores are
+    // shared that wait is a scheduler time slice (milliseconds), so coarse levels ran ten times
+    // slower with two threads than with one. Levels under kSerialLevel voxels therefore run the
+    // operators on one thread (gridsampleSetNumThreads applies to this thread's runs only).
+    const ThreadScope threads(d.count() < kSerialLevel ? 1 : user_threads);
     WarpOp op(rt, d, d, Padding::Border);
     op.set_moving(pm[l]);
     std::unique_ptr<SvfIntegrator> integ;

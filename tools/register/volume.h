@@ -9,8 +9,9 @@
 namespace gsreg {
 
 // Loops over fewer elements than this run on one thread: a parallel region costs more than the
-// work, and far more when the cores are shared.
-constexpr int64_t kParallelMin = int64_t(1) << 15;
+// work, and far more when the cores are shared (each barrier then waits for a descheduled
+// thread's time slice; NOTE [ Threads per level ] in register.cpp).
+constexpr int64_t kParallelMin = int64_t(1) << 17;
 
 // Grid size, x fastest in memory: element (x, y, z) is at (z * y_size + y) * x_size + x. This is
 // both the NCDHW order of the operators (D = z, H = y, W = x) and NIfTI's order.
