@@ -74,6 +74,14 @@ aclDataType acl_dtype(const nb::dlpack::dtype& t) {
   }
 }
 
+// The library's message for the last failure on this thread (never null in this library; a CANN
+// runtime may return null).
+std::string recent_message() {
+  const char* m = aclGetRecentErrMsg();
+  return m != nullptr && *m != '\0' ? m
+                                    : "gridsample: the library reported an error without a message";
+}
+
 bool is_float(aclDataType t) {
   return t == ACL_FLOAT || t == ACL_FLOAT16 || t == ACL_DOUBLE || t == ACL_BF16;
 }
@@ -173,13 +181,13 @@ void run_phase2(Result& r, uint64_t ws_size, aclOpExecutor* ex, Phase2 phase2, i
     r.status = phase2(ws.get(), ws_size, ex, nullptr);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (reps > 1) aclDestroyAclOpExecutor(ex);
-  if (r.status != ACLNN_SUCCESS) r.message = aclGetRecentErrMsg();
+  if (r.status != ACLNN_SUCCESS) r.message = recent_message();
 }
 
 void set_threads(Result& r, int threads) {
   if (gridsampleSetNumThreads(threads) != ACL_SUCCESS) {
     r.status = ACLNN_ERR_PARAM_INVALID;
-    r.message = aclGetRecentErrMsg();
+    r.message = recent_message();
   }
 }
 
@@ -200,12 +208,12 @@ double forward(const Array& input, const Array& grid, const Array& out, int64_t 
       aclOpExecutor* ex = nullptr;
       if (!in || !g || !o) {
         r.status = ACLNN_ERR_PARAM_INVALID;
-        r.message = aclGetRecentErrMsg();
+        r.message = recent_message();
       } else {
         r.status = (is3d ? aclnnGridSampler3DGetWorkspaceSize : aclnnGridSampler2DGetWorkspaceSize)(
             in.get(), g.get(), interpolation, padding, align_corners, o.get(), &ws, &ex);
         if (r.status != ACLNN_SUCCESS)
-          r.message = aclGetRecentErrMsg();
+          r.message = recent_message();
         else
           run_phase2(r, ws, ex, is3d ? aclnnGridSampler3D : aclnnGridSampler2D, reps);
       }
@@ -241,14 +249,14 @@ double backward(const Array& grad_output, const Array& input, const Array& grid,
       aclOpExecutor* ex = nullptr;
       if (!go || !in || !g || (d[3].present && !ig) || (d[4].present && !gg) || !m) {
         r.status = ACLNN_ERR_PARAM_INVALID;
-        r.message = aclGetRecentErrMsg();
+        r.message = recent_message();
       } else {
         r.status = (is3d ? aclnnGridSampler3DBackwardGetWorkspaceSize
                          : aclnnGridSampler2DBackwardGetWorkspaceSize)(
             go.get(), in.get(), g.get(), interpolation, padding, align_corners, m.get(), ig.get(),
             gg.get(), &ws, &ex);
         if (r.status != ACLNN_SUCCESS)
-          r.message = aclGetRecentErrMsg();
+          r.message = recent_message();
         else
           run_phase2(r, ws, ex, is3d ? aclnnGridSampler3DBackward : aclnnGridSampler2DBackward,
                      reps);
