@@ -109,13 +109,15 @@ def test_opcheck(mode):
 
 
 @pytest.mark.skipif(not HAS_CUSTOM_OP, reason="torch.library.custom_op needs torch >= 2.4")
-def test_compile_fullgraph():
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])  # inductor: ~50 s of C++ builds
+def test_compile_fullgraph(backend):
     import torch.nn.functional as F
 
     def model(x, grid, w):
         return (gridsample.grid_sample(x * w, grid.tanh(), "bilinear", "border", True) ** 2).sum()
 
-    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, backend=backend)
     x, grid = _inputs(3, 5)
     w = torch.tensor(1.5, dtype=torch.float64)
     loss = compiled(x, grid, w)
