@@ -168,7 +168,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         return torch.overrides.handle_torch_function(
             grid_sample, (input, grid), input, grid, mode=mode, padding_mode=padding_mode,
             align_corners=align_corners)
-    if input.device.type != "cpu" or grid.device.type != "cpu":
+    if (not isinstance(input, torch.Tensor) or not isinstance(grid, torch.Tensor)
+            or input.device.type != "cpu" or grid.device.type != "cpu"):
+        # other devices (and non-tensors, for torch's own TypeError)
         return _torch_grid_sample(input, grid, mode=mode, padding_mode=padding_mode,
                                   align_corners=align_corners)
     interpolation, padding = _common.mode_index(mode, padding_mode, _WHERE)

@@ -128,6 +128,14 @@ def test_other_devices_go_to_torch(monkeypatch):
     assert out.device.type == "meta" and out.shape == (2, 3, 4, 4)
 
 
+def test_non_tensors_like_torch():
+    x, grid = _pair()
+    with pytest.raises(TypeError):
+        F.grid_sample(x.numpy(), grid, align_corners=False)
+    with pytest.raises(TypeError):
+        gridsample.grid_sample(x.numpy(), grid, align_corners=False)
+
+
 def test_layouts_in_place_no_copy(monkeypatch):
     """channels_last and strided views reach the library as they are (same data pointers)."""
     seen = []
