@@ -76,7 +76,8 @@ options:
   --help           this text
 
 writes to DIR: registration.png, warped.nii.gz, field.nii.gz (displacement in mm, world axes,
-5-D x,y,z,1,3), jacobian.nii.gz (det J of x -> x + u(x)) and, for the synthetic pair, fixed.nii.gz, moving.nii.gz, true_field.nii.gz.
+5-D x,y,z,1,3), jacobian.nii.gz (det J of x -> x + u(x)), inverse_field.nii.gz (svf: the
+inverse transform, exp(-v), same format) and, for the synthetic pair, fixed.nii.gz, moving.nii.gz, true_field.nii.gz.
 exit status: 0 success, 1 failure, 2 bad usage.
 )";
 
@@ -427,6 +428,9 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   write_nifti(path("warped.nii.gz"), r.warped);
   write_nifti_field(path("field.nii.gz"), r.field, fixed.affine);
   write_nifti(path("jacobian.nii.gz"), det);
+  if (!r.velocity.data.empty())
+    write_nifti_field(path("inverse_field.nii.gz"), inverse_transform(rt, r.velocity, fixed.dims),
+                      fixed.affine);
   if (synthetic) {
     write_nifti(path("fixed.nii.gz"), fixed);
     write_nifti(path("moving.nii.gz"), moving);

@@ -344,6 +344,13 @@ Volume warp(Runtime& rt, const Volume& moving, const Field& u) {
   return out;
 }
 
+Field inverse_transform(Runtime& rt, const Field& velocity, Dims out) {
+  Field neg = velocity;
+  for (float& x : neg.data) x = -x;
+  Field w = exp_field(rt, neg);
+  return w.dims == out ? w : resize_field(rt, w, out);
+}
+
 Volume apply_field(Runtime& rt, const Volume& moving, const Field& u, const Mat4& affine,
                    Interp interp) {
   const Mat4 to_moving = multiply(inverse(moving.affine), affine);

@@ -108,6 +108,10 @@ Volume warp(Runtime& rt, const Volume& moving, const Field& u);
 Volume apply_field(Runtime& rt, const Volume& moving, const Field& u, const Mat4& affine,
                    Interp interp);
 
+// The inverse of exp(velocity), exp(-velocity), on the grid `out` (the velocity's grid may be
+// coarser): moving-grid point y maps back to y + w(y) in the fixed image.
+Field inverse_transform(Runtime& rt, const Field& velocity, Dims out);
+
 // A field on a coarser or finer grid over the same extent, its voxel units rescaled.
 Field resize_field(Runtime& rt, const Field& f, Dims to);
 

@@ -126,11 +126,15 @@ FieldNorms field_norms(const Field& v) {
   return {std::sqrt(max_norm), std::sqrt(max_grad)};
 }
 
+// The largest first step (voxels, and Frobenius norm of its Jacobian): NOTE [ Stationary
+// velocity fields ].
+constexpr double kFirstStep = 0.5;
+
 int squaring_steps(const Field& v) {
   const FieldNorms n = field_norms(v);
   const double worst = std::max(n.max_norm, n.max_gradient);
   int k = 1;
-  while (k < 12 && worst / double(int64_t(1) << k) > 0.5) ++k;
+  while (k < 12 && worst / double(int64_t(1) << k) > kFirstStep) ++k;
   return k;
 }
 
