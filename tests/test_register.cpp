@@ -623,3 +623,52 @@ TEST(Transform, InverseOfTheExponentialComposesToIdentity) {
   // 0.22); a wrong inverse would be off by twice the displacement.
   EXPECT_LT(worst, 0.3);
 }
+
+// --fixed-labels/--moving-labels: the moving labels are warped with nearest interpolation and
+// their Dice improves; a label map on another grid, or with fractional values, is an error.
+TEST(Cli, LabelDiceImprovesAndBadLabelMapsAreErrors) {
+  TempDir dir;
+  const SyntheticPair pair = make_synthetic_pair(32, 2.0, 3);
+  auto labels_of = [](const Volume& v) {
+    Volume l = v;
+    for (float& x : l.data) x = float((x > 0.25f) + (x > 0.5f));
+    return l;
+  };
+  write_nifti(dir / "fixed.nii.gz", pair.fixed);
+  write_nifti(dir / "moving.nii.gz", pair.moving);
+  write_nifti(dir / "fixed_labels.nii.gz", labels_of(pair.fixed));
+  write_nifti(dir / "moving_labels.nii.gz", labels_of(pair.moving));
+  const std::vector<std::string> base = {"--fixed",  dir / "fixed.nii.gz",
+                                         "--moving", dir / "moving.nii.gz",
+                                         "--levels", "2",
+                                         "--iters",  "60,30",
+                                         "--out",    dir / "out"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--fixed-labels", dir / "fixed_labels.nii.gz", "--moving-labels",
+                           dir / "moving_labels.nii.gz"});
+  const CliRun r = cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const size_t at = r.out.find("Dice, mean of 2 labels");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream line(r.out.substr(at + std::string("Dice, mean of 2 labels").size()));
+  double before = 0, after = 0;
+  line >> before >> after;
+  EXPECT_GT(after, before + 0.02) << r.out;
+  const Volume warped = read_nifti(dir / "out/warped_labels.nii.gz");
+  for (float v : warped.data) ASSERT_TRUE(v == 0 || v == 1 || v == 2) << v;
+  // A label map on another grid, and one with fractional values.
+  write_nifti(dir / "small_labels.nii.gz", labels_of(make_synthetic_pair(16, 1.0, 3).fixed));
+  Volume fractional = labels_of(pair.fixed);
+  fractional.data[5] = 0.5f;
+  write_nifti(dir / "fractional.nii.gz", fractional);
+  for (const auto& [file, mentions] : std::vector<std::pair<std::string, std::string>>{
+           {"small_labels.nii.gz", "not on the grid"}, {"fractional.nii.gz", "integer"}}) {
+    std::vector<std::string> bad = base;
+    bad.insert(bad.end(),
+               {"--fixed-labels", dir / file, "--moving-labels", dir / "moving_labels.nii.gz"});
+    const CliRun e = cli(bad);
+    expect_one_line_error(e, mentions);
+    EXPECT_EQ(e.status, 1) << file;
+  }
+  expect_one_line_error(cli({"--fixed-labels", dir / "fixed_labels.nii.gz"}), "--moving-labels");
+}

@@ -8,6 +8,7 @@ inline void omp_set_num_threads(int) {}
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,7 @@ inline void omp_set_num_threads(int) {}
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -51,6 +53,10 @@ the known field was recovered.
 options:
   --fixed F        fixed volume (NIfTI .nii or .nii.gz)
   --moving M       moving volume; resampled onto the fixed grid through the affines if needed
+  --fixed-labels L, --moving-labels L
+                   label maps (integer values) on the fixed and moving grids: the moving one is
+                   warped with nearest interpolation (warped_labels.nii.gz) and the Dice of every
+                   label before and after is reported
   --out DIR        output folder (default: out), created if missing
   --levels N       resolution levels, 1 to 6 (default 3)
   --iters LIST     iterations per level, coarsest first: one number for every level, or one per
@@ -108,6 +114,7 @@ double since(Clock::time_point t0) {
 
 struct Options {
   std::string fixed, moving, pair_from, out_dir = "out";
+  std::string fixed_labels, moving_labels;
   double voxel_size = 2;
   bool size_option = false;
   RegisterOptions reg;
@@ -181,6 +188,10 @@ Options parse(int argc, const char* const* argv) {
       o.fixed = next();
     else if (arg == "--moving")
       o.moving = next();
+    else if (arg == "--fixed-labels")
+      o.fixed_labels = next();
+    else if (arg == "--moving-labels")
+      o.moving_labels = next();
     else if (arg == "--out")
       o.out_dir = next();
     else if (arg == "--levels")
@@ -229,6 +240,10 @@ Options parse(int argc, const char* const* argv) {
   if (o.fixed.empty() != o.moving.empty()) throw UsageError("--fixed and --moving go together");
   if (!o.fixed.empty() && o.synthetic_option)
     throw UsageError("--size, --max-disp and --seed apply to the synthetic pair only");
+  if (o.fixed_labels.empty() != o.moving_labels.empty())
+    throw UsageError("--fixed-labels and --moving-labels go together");
+  if (!o.fixed_labels.empty() && o.fixed.empty())
+    throw UsageError("--fixed-labels/--moving-labels need --fixed and --moving");
   if (!o.pair_from.empty() && !o.fixed.empty())
     throw UsageError("--pair-from makes its own pair: no --fixed/--moving with it");
   if (!o.pair_from.empty() && o.size_option)
@@ -314,6 +329,47 @@ class ProgressPrinter {
   Clock::time_point last_draw_{};
 };
 
+// A label map: integer values, on the grid of the image it labels.
+Volume read_labels(const std::string& path, const Volume& image, const std::string& image_path) {
+  Volume l = read_nifti(path);
+  if (!same_grid(l, image))
+    throw std::runtime_error("label map " + path + " (" + dims_str(l.dims) +
+                             ") is not on the grid of " + image_path + " (" + dims_str(image.dims) +
+                             ", or another affine)");
+  for (float v : l.data)
+    if (v != std::round(v) || v < 0)
+      throw std::runtime_error("label map " + path +
+                               " holds a value that is not a non-negative integer (" +
+                               fmt("%g", double(v)) + ")");
+  return l;
+}
+
+struct DiceRow {
+  int64_t label;
+  double before, after;
+};
+
+// Dice of every label > 0 found in the fixed map or the moving one.
+std::vector<DiceRow> dice_table(const std::vector<float>& fixed, const std::vector<float>& before,
+                                const std::vector<float>& after) {
+  std::map<int64_t, std::array<int64_t, 5>> n;  // fixed, before, after, fixed&before, fixed&after
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    const int64_t f = int64_t(fixed[i]), b = int64_t(before[i]), a = int64_t(after[i]);
+    if (f > 0) n[f][0]++;
+    if (b > 0) n[b][1]++;
+    if (a > 0) n[a][2]++;
+    if (f > 0 && f == b) n[f][3]++;
+    if (f > 0 && f == a) n[f][4]++;
+  }
+  std::vector<DiceRow> rows;
+  for (const auto& [label, c] : n) {
+    const double b = c[0] + c[1] > 0 ? 2.0 * double(c[3]) / double(c[0] + c[1]) : 0;
+    const double a = c[0] + c[2] > 0 ? 2.0 * double(c[4]) / double(c[0] + c[2]) : 0;
+    rows.push_back({label, b, a});
+  }
+  return rows;
+}
+
 int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   const auto t_start = Clock::now();
   if (o.threads > 0) {
@@ -326,7 +382,7 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   // synthetic: a pair with a known field (the phantom, or --pair-from).
   const bool synthetic = o.fixed.empty();
 
-  Volume fixed, moving;
+  Volume fixed, moving, fixed_labels, moving_labels;
   SyntheticPair pair;
   std::string description;
   // The output folder is checked after reading input files (a typo there should not leave a new
@@ -357,6 +413,10 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
     description = fmt("fixed %s (%s, %.3gx%.3gx%.3g mm), moving %s (%s, %.3gx%.3gx%.3g mm)",
                       o.fixed.c_str(), dims_str(fixed.dims).c_str(), sf[0], sf[1], sf[2],
                       o.moving.c_str(), dims_str(moving.dims).c_str(), sm[0], sm[1], sm[2]);
+    if (!o.fixed_labels.empty()) {
+      fixed_labels = read_labels(o.fixed_labels, fixed, o.fixed);
+      moving_labels = read_labels(o.moving_labels, moving, o.moving);
+    }
     if (!same_grid(fixed, moving)) {
       moving = resample_onto(rt, moving, fixed);
       description += "\nmoving resampled onto the fixed grid through the two affines";
@@ -436,6 +496,14 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
     write_nifti(path("moving.nii.gz"), moving);
     write_nifti_field(path("true_field.nii.gz"), pair.truth, fixed.affine);
   }
+  std::vector<DiceRow> dice;
+  if (!o.fixed_labels.empty()) {
+    const Volume before =
+        apply_field(rt, moving_labels, Field(fixed.dims), fixed.affine, Interp::Nearest);
+    const Volume after = apply_field(rt, moving_labels, r.field, fixed.affine, Interp::Nearest);
+    write_nifti(path("warped_labels.nii.gz"), after);
+    dice = dice_table(fixed_labels.data, before.data, after.data);
+  }
   const double out_s = since(t_out);
   const double total_s = since(t_start);
 
@@ -446,6 +514,15 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
                e0.mean, e1.mean, o.pair_from.empty() ? "object" : "anatomy", share)
         << fmt("  field error, p95  (vox) %11.3f %11.3f\n", e0.p95, e1.p95)
         << fmt("  field error, mean (vox) %11.3f %11.3f   whole volume\n", a0.mean, a1.mean);
+  }
+  if (!dice.empty()) {
+    double m0 = 0, m1 = 0;
+    for (const DiceRow& d : dice) m0 += d.before, m1 += d.after;
+    m0 /= double(dice.size()), m1 /= double(dice.size());
+    out << fmt("  Dice, mean of %zu labels %9.4f %11.4f\n", dice.size(), m0, m1);
+    for (const DiceRow& d : dice)
+      out << fmt("    label %-6lld           %11.4f %11.4f\n", (long long)d.label, d.before,
+                 d.after);
   }
   out << fmt("  MSE (intensities 0-1)   %11.4e %11.4e\n", mse0, mse1)
       << fmt("  NCC                     %11.5f %11.5f\n", ncc0, ncc1)
