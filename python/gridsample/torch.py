@@ -169,7 +169,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             grid_sample, (input, grid), input, grid, mode=mode, padding_mode=padding_mode,
             align_corners=align_corners)
     if (not isinstance(input, torch.Tensor) or not isinstance(grid, torch.Tensor)
-            or input.device.type != "cpu" or grid.device.type != "cpu"):
+            or not input.is_cpu or not grid.is_cpu):
         # other devices (and non-tensors, for torch's own TypeError)
         return _torch_grid_sample(input, grid, mode=mode, padding_mode=padding_mode,
                                   align_corners=align_corners)
