@@ -545,6 +545,22 @@ TEST(Metric, LnccGradientMatchesFiniteDifferences) {
     }
     ASSERT_GT(largest, 1e-3);
     EXPECT_LT(worst, 1e-5 * largest + 1e-8) << "window " << window;
+    // Weighted (a soft mask): the same check.
+    std::vector<double> weight(n), gw(n);
+    for (size_t i = 0; i < n; ++i) weight[i] = 0.5 + 0.5 * std::sin(1.3 * double(i));
+    lncc_loss(w.data(), f.data(), d, window, gw.data(), weight.data());
+    for (size_t i = 3; i < n; i += 11) {
+      const double h = 1e-6;
+      std::vector<double> wp = w, wm = w;
+      wp[i] += h;
+      wm[i] -= h;
+      const double fd =
+          (lncc_loss(wp.data(), f.data(), d, window, static_cast<double*>(nullptr), weight.data()) -
+           lncc_loss(wm.data(), f.data(), d, window, static_cast<double*>(nullptr),
+                     weight.data())) /
+          (2 * h);
+      ASSERT_NEAR(gw[i], fd, 1e-5 * largest + 1e-8) << "weighted, window " << window << " " << i;
+    }
     std::vector<float> ff(f.begin(), f.end()), wf(w.begin(), w.end()), gf(n);
     const double lf = lncc_loss(wf.data(), ff.data(), d, window, gf.data());
     EXPECT_NEAR(lf, l0, 1e-4 * std::fabs(l0));
@@ -671,4 +687,31 @@ TEST(Cli, LabelDiceImprovesAndBadLabelMapsAreErrors) {
     EXPECT_EQ(e.status, 1) << file;
   }
   expect_one_line_error(cli({"--fixed-labels", dir / "fixed_labels.nii.gz"}), "--moving-labels");
+  // --fixed-mask: a mask off the fixed grid is an error too; a right one runs.
+  std::vector<std::string> masked = base;
+  masked.insert(masked.end(), {"--fixed-mask", dir / "small_labels.nii.gz"});
+  expect_one_line_error(cli(masked), "not on the grid");
+  masked.back() = dir / "fixed_labels.nii.gz";
+  EXPECT_EQ(cli(masked).status, 0);
+}
+
+// A fixed mask weights the metric: an empty one stops the registration, a full one changes
+// nothing.
+TEST(Register, FixedMaskWeightsTheMetric) {
+  Runtime rt;
+  const SyntheticPair pair = make_synthetic_pair(24, 2.0, 5);
+  RegisterOptions opt;
+  opt.levels = 2;
+  opt.iters = {20, 10};
+  const RegisterResult free = register_volumes(rt, pair.fixed, pair.moving, opt);
+  opt.fixed_mask.assign(size_t(pair.fixed.dims.count()), 1.f);
+  const RegisterResult full = register_volumes(rt, pair.fixed, pair.moving, opt);
+  // (Equal up to rounding: the coarse level's mask is a smoothed and resampled 1.)
+  ASSERT_EQ(full.field.data.size(), free.field.data.size());
+  for (size_t i = 0; i < free.field.data.size(); ++i)
+    ASSERT_NEAR(full.field.data[i], free.field.data[i], 1e-3) << i;
+  opt.fixed_mask.assign(size_t(pair.fixed.dims.count()), 0.f);
+  const RegisterResult none = register_volumes(rt, pair.fixed, pair.moving, opt);
+  EXPECT_GT(field_norms(free.field).max_norm, 0.5);
+  EXPECT_EQ(field_norms(none.field).max_norm, 0);
 }

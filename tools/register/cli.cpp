@@ -53,6 +53,7 @@ the known field was recovered.
 options:
   --fixed F        fixed volume (NIfTI .nii or .nii.gz)
   --moving M       moving volume; resampled onto the fixed grid through the affines if needed
+  --fixed-mask K   the metric counts only fixed voxels where K (on the fixed grid) is non-zero
   --fixed-labels L, --moving-labels L
                    label maps (integer values) on the fixed and moving grids: the moving one is
                    warped with nearest interpolation (warped_labels.nii.gz) and the Dice of every
@@ -114,7 +115,7 @@ double since(Clock::time_point t0) {
 
 struct Options {
   std::string fixed, moving, pair_from, out_dir = "out";
-  std::string fixed_labels, moving_labels;
+  std::string fixed_labels, moving_labels, fixed_mask;
   double voxel_size = 2;
   bool size_option = false;
   RegisterOptions reg;
@@ -188,6 +189,8 @@ Options parse(int argc, const char* const* argv) {
       o.fixed = next();
     else if (arg == "--moving")
       o.moving = next();
+    else if (arg == "--fixed-mask")
+      o.fixed_mask = next();
     else if (arg == "--fixed-labels")
       o.fixed_labels = next();
     else if (arg == "--moving-labels")
@@ -242,6 +245,8 @@ Options parse(int argc, const char* const* argv) {
     throw UsageError("--size, --max-disp and --seed apply to the synthetic pair only");
   if (o.fixed_labels.empty() != o.moving_labels.empty())
     throw UsageError("--fixed-labels and --moving-labels go together");
+  if (!o.fixed_mask.empty() && o.fixed.empty())
+    throw UsageError("--fixed-mask needs --fixed and --moving");
   if (!o.fixed_labels.empty() && o.fixed.empty())
     throw UsageError("--fixed-labels/--moving-labels need --fixed and --moving");
   if (!o.pair_from.empty() && !o.fixed.empty())
@@ -383,6 +388,7 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   const bool synthetic = o.fixed.empty();
 
   Volume fixed, moving, fixed_labels, moving_labels;
+  RegisterOptions reg = o.reg;
   SyntheticPair pair;
   std::string description;
   // The output folder is checked after reading input files (a typo there should not leave a new
@@ -413,6 +419,17 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
     description = fmt("fixed %s (%s, %.3gx%.3gx%.3g mm), moving %s (%s, %.3gx%.3gx%.3g mm)",
                       o.fixed.c_str(), dims_str(fixed.dims).c_str(), sf[0], sf[1], sf[2],
                       o.moving.c_str(), dims_str(moving.dims).c_str(), sm[0], sm[1], sm[2]);
+    if (!o.fixed_mask.empty()) {
+      const Volume k = read_nifti(o.fixed_mask);
+      if (!same_grid(k, fixed))
+        throw std::runtime_error("mask " + o.fixed_mask + " (" + dims_str(k.dims) +
+                                 ") is not on the grid of " + o.fixed + " (" +
+                                 dims_str(fixed.dims) + ", or another affine)");
+      reg.fixed_mask.resize(k.data.size());
+      int64_t inside = 0;
+      for (size_t i = 0; i < k.data.size(); ++i) inside += (reg.fixed_mask[i] = k.data[i] != 0);
+      if (inside == 0) throw std::runtime_error("mask " + o.fixed_mask + " is empty");
+    }
     if (!o.fixed_labels.empty()) {
       fixed_labels = read_labels(o.fixed_labels, fixed, o.fixed);
       moving_labels = read_labels(o.moving_labels, moving, o.moving);
@@ -444,7 +461,7 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
 
   const auto t_reg = Clock::now();
   const RegisterResult r =
-      register_volumes(rt, fixed, moving, o.reg, [&](const Progress& p) { printer(p); });
+      register_volumes(rt, fixed, moving, reg, [&](const Progress& p) { printer(p); });
   const double reg_s = since(t_reg);
   const OpTimes ops = rt.times();
   const double fwd_s = ops.forward.seconds - ops_before.forward.seconds;

@@ -14,13 +14,14 @@ Metric parse_metric(const std::string& s) {
   throw std::invalid_argument("unknown metric '" + s + "' (ssd or lncc)");
 }
 
-double ssd_loss(const float* w, const float* f, size_t n, float* grad) {
+double ssd_loss(const float* w, const float* f, size_t n, float* grad, const float* weight) {
   double s = 0;
 #pragma omp parallel for schedule(static) reduction(+ : s) if (int64_t(n) > kParallelMin)
   for (int64_t i = 0; i < int64_t(n); ++i) {
+    const float m = weight != nullptr ? weight[i] : 1.f;
     const float r = w[i] - f[i];
-    s += double(r) * r;
-    grad[i] = 2 * r;
+    s += double(m) * r * r;
+    grad[i] = 2 * m * r;
   }
   return s;
 }
@@ -93,7 +94,7 @@ void box_sum(const T* in, T* out, T* tmp, Dims d, int r) {
 }  // namespace
 
 template <typename T>
-double lncc_loss(const T* w, const T* f, Dims d, int window, T* grad) {
+double lncc_loss(const T* w, const T* f, Dims d, int window, T* grad, const T* weight) {
   if (window < 1 || window % 2 == 0) throw std::invalid_argument("the LNCC window must be odd");
   const int r = window / 2;
   const size_t n = size_t(d.count());
@@ -120,11 +121,12 @@ double lncc_loss(const T* w, const T* f, Dims d, int window, T* grad) {
     const T b = std::max(T(0), sff[i] * inv_n - mf * mf);
     const T c = std::max(T(0), sww[i] * inv_n - mw * mw);
     const T den = b * c + eps;
-    loss -= double(a * a / den);
+    const T m = weight != nullptr ? weight[i] : T(1);
+    loss -= double(m * a * a / den);
     sf[i] = mf;
     sw[i] = mw;
-    sff[i] = -2 * a / den;
-    sww[i] = a * a * b / (den * den);
+    sff[i] = -2 * m * a / den;
+    sww[i] = m * a * a * b / (den * den);
   }
   if (grad == nullptr) return loss;
   // Box(alpha) -> sfw, Box(alpha <F>) -> prod-derived, and so on.
@@ -143,7 +145,7 @@ double lncc_loss(const T* w, const T* f, Dims d, int window, T* grad) {
   return loss;
 }
 
-template double lncc_loss<float>(const float*, const float*, Dims, int, float*);
-template double lncc_loss<double>(const double*, const double*, Dims, int, double*);
+template double lncc_loss<float>(const float*, const float*, Dims, int, float*, const float*);
+template double lncc_loss<double>(const double*, const double*, Dims, int, double*, const double*);
 
 }  // namespace gsreg

@@ -26,12 +26,14 @@ const char* metric_name(Metric m);
 // "ssd" or "lncc"; throws std::invalid_argument otherwise.
 Metric parse_metric(const std::string& s);
 
-// sum (W - F)^2; grad = 2 (W - F).
-double ssd_loss(const float* warped, const float* fixed, size_t n, float* grad);
+// sum m (W - F)^2; grad = 2 m (W - F), with m the weight (a fixed-image mask; 1 if null).
+double ssd_loss(const float* warped, const float* fixed, size_t n, float* grad,
+                const float* weight = nullptr);
 
-// -sum_x cc(x) (NOTE [ Local normalised cross-correlation ]); grad may be null. `window` is odd
-// and >= 1.
+// -sum_x m(x) cc(x) (NOTE [ Local normalised cross-correlation ]), m the weight of the window
+// centred at x (1 if null); grad may be null. `window` is odd and >= 1.
 template <typename T>
-double lncc_loss(const T* warped, const T* fixed, Dims d, int window, T* grad);
+double lncc_loss(const T* warped, const T* fixed, Dims d, int window, T* grad,
+                 const T* weight = nullptr);
 
 }  // namespace gsreg

@@ -211,15 +211,23 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   const bool svf = options.transform == Transform::SVF;
   const std::vector<Dims> dims = pyramid_dims(fixed.dims, levels);
 
-  // Pyramids, finest first.
+  if (!options.fixed_mask.empty() && options.fixed_mask.size() != size_t(fixed.dims.count()))
+    throw std::invalid_argument("the fixed mask must be on the fixed grid");
+  const bool masked = !options.fixed_mask.empty();
+
+  // Pyramids, finest first (the mask's levels are weights in [0, 1]).
   std::vector<std::vector<float>> pf = {IntensityMap::of(fixed.data, "fixed")(fixed.data)};
   std::vector<std::vector<float>> pm = {IntensityMap::of(moving.data, "moving")(moving.data)};
+  std::vector<std::vector<float>> pk = {options.fixed_mask};
   for (int l = 1; l < levels; ++l) {
     const Dims from = dims[size_t(l - 1)], to = dims[size_t(l)];
     const bool halved[3] = {to.x != from.x, to.y != from.y, to.z != from.z};
     const std::vector<float> grid = identity_grid(to);
     for (auto* p : {&pf, &pm})
       p->push_back(sample(rt, smooth(p->back(), from, halved), from, 1, grid, to, Padding::Border));
+    pk.push_back(
+        masked ? sample(rt, smooth(pk.back(), from, halved), from, 1, grid, to, Padding::Border)
+               : std::vector<float>());
   }
 
   const int32_t user_threads = gridsampleGetNumThreads();
@@ -287,9 +295,11 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
       const Field& disp = svf ? u : param;
       displaced_grid(disp, &grid);
       op.forward(grid, &warped);
-      const double m = options.metric == Metric::SSD
-                           ? ssd_loss(warped.data(), f.data(), f.size(), residual.data())
-                           : lncc_loss(warped.data(), f.data(), d, options.window, residual.data());
+      const float* weight = masked ? pk[l].data() : nullptr;
+      const double m =
+          options.metric == Metric::SSD
+              ? ssd_loss(warped.data(), f.data(), f.size(), residual.data(), weight)
+              : lncc_loss(warped.data(), f.data(), d, options.window, residual.data(), weight);
       op.backward(residual, &grad);
       scale_components(&grad, du_dg);
       if (upsampled) {

@@ -50,6 +50,8 @@ struct RegisterOptions {
   // svf: except at the coarsest level, the velocity (and its integration) lives on the grid of
   // the level below, and its exponential is upsampled (NOTE [ Half-resolution velocity ]).
   bool half_resolution_velocity = true;
+  // Optional weights of the metric on the fixed grid (a mask: 1 inside, 0 outside); empty: all 1.
+  std::vector<float> fixed_mask;
 
   // These options with the defaults filled in.
   RegisterOptions resolved() const;
