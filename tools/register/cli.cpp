@@ -53,6 +53,8 @@ the known field was recovered.
 options:
   --fixed F        fixed volume (NIfTI .nii or .nii.gz)
   --moving M       moving volume; resampled onto the fixed grid through the affines if needed
+  --affine         an affine stage before the deformable one (same metric and operators; every
+                   level but the finest)
   --fixed-mask K   the metric counts only fixed voxels where K (on the fixed grid) is non-zero
   --fixed-labels L, --moving-labels L
                    label maps (integer values) on the fixed and moving grids: the moving one is
@@ -125,6 +127,7 @@ struct Options {
   uint64_t seed = 1;
   bool synthetic_option = false;  // --size, --max-disp or --seed given
   int threads = 0;
+  bool affine = false;
   bool quiet = false, help = false;
 };
 
@@ -189,6 +192,8 @@ Options parse(int argc, const char* const* argv) {
       o.fixed = next();
     else if (arg == "--moving")
       o.moving = next();
+    else if (arg == "--affine")
+      flag(), o.affine = true;
     else if (arg == "--fixed-mask")
       o.fixed_mask = next();
     else if (arg == "--fixed-labels")
@@ -255,6 +260,11 @@ Options parse(int argc, const char* const* argv) {
     throw UsageError("--size applies to the phantom only, not to --pair-from");
   if (o.out_dir.empty()) throw UsageError("--out needs a folder name");
   const size_t levels = size_t(o.reg.levels);
+  if (o.affine) {
+    // Every level but the finest: 200 at the coarsest, halving, at least 25.
+    for (size_t l = 0; l < levels; ++l)
+      o.reg.affine_iters.push_back(l + 1 < levels ? std::max(25, 200 >> l) : 0);
+  }
   if (o.iters.empty()) {
     o.reg.iters.clear();
     for (size_t l = 0; l < levels; ++l) o.reg.iters.push_back(std::max(25, 200 >> l));
@@ -505,7 +515,7 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   write_nifti(path("warped.nii.gz"), r.warped);
   write_nifti_field(path("field.nii.gz"), r.field, fixed.affine);
   write_nifti(path("jacobian.nii.gz"), det);
-  if (!r.velocity.data.empty())
+  if (!r.velocity.data.empty() && reg.affine_iters.empty())
     write_nifti_field(path("inverse_field.nii.gz"), inverse_transform(rt, r.velocity, fixed.dims),
                       fixed.affine);
   if (synthetic) {

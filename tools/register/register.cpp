@@ -232,6 +232,16 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 
   const int32_t user_threads = gridsampleGetNumThreads();
   RegisterResult result;
+  if (!options.affine_iters.empty()) {
+    const Mat4 g = register_affine(rt, pf, pm, dims, options);
+    result.affine = affine_voxel(g, fixed.dims);
+    // The moving pyramid through the affine map; the deformable stage starts from there.
+    for (int l = 0; l < levels; ++l) {
+      const Dims d = dims[size_t(l)];
+      pm[size_t(l)] = sample(rt, pm[size_t(l)], d, 1, affine_grid(affine_voxel(g, d), d, nullptr),
+                             d, Padding::Border);
+    }
+  }
   Field param, uc, u;  // param: v (svf) or u (displacement); uc = exp(v) on v's grid
   std::vector<float> grid, warped, residual, grad, grad_c, grad_v;
   for (int level = 0; level < levels; ++level) {
@@ -341,8 +351,99 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   } else {
     result.field = std::move(param);
   }
+  if (!options.affine_iters.empty()) {
+    // d(x) = A (x + u(x)) - x.
+    const Dims d = result.field.dims;
+    const Mat4& a = result.affine;
+    float* f = result.field.data.data();
+    for (int64_t z = 0; z < d.z; ++z)
+      for (int64_t y = 0; y < d.y; ++y)
+        for (int64_t x = 0; x < d.x; ++x) {
+          float* p = f + 3 * ((z * d.y + y) * d.x + x);
+          const auto q = apply(a, double(x) + p[0], double(y) + p[1], double(z) + p[2]);
+          p[0] = float(q[0] - double(x));
+          p[1] = float(q[1] - double(y));
+          p[2] = float(q[2] - double(z));
+        }
+  }
   result.warped = warp(rt, moving, result.field);
   return result;
+}
+
+// The voxel-coordinate form of g = M n + t on grid d: voxel p -> normalised n = (2p + 1)/s - 1,
+// and back with p = ((g + 1) s - 1) / 2.
+Mat4 affine_voxel(const Mat4& g, Dims d) {
+  Mat4 to_n = identity4(), from_n = identity4();
+  for (size_t a = 0; a < 3; ++a) {
+    const double s = double(d[int(a)]);
+    to_n[a][a] = 2 / s;
+    to_n[a][3] = 1 / s - 1;
+    from_n[a][a] = s / 2;
+    from_n[a][3] = (s - 1) / 2;
+  }
+  return multiply(from_n, multiply(g, to_n));
+}
+
+std::vector<float> affine_grid(const Mat4& voxel_affine, Dims d, std::vector<float>* normalized) {
+  std::vector<float> grid(size_t(3 * d.count()));
+  if (normalized != nullptr) normalized->resize(grid.size());
+  size_t i = 0;
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x, i += 3) {
+        const auto q = apply(voxel_affine, double(x), double(y), double(z));
+        for (int a = 0; a < 3; ++a) {
+          grid[i + size_t(a)] = voxel_to_normalized(q[size_t(a)], d[a]);
+          if (normalized != nullptr)
+            (*normalized)[i + size_t(a)] =
+                voxel_to_normalized(a == 0 ? double(x) : (a == 1 ? double(y) : double(z)), d[a]);
+        }
+      }
+  return grid;
+}
+
+Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
+                     const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
+                     const RegisterOptions& options) {
+  const int levels = int(dims.size());
+  Mat4 m = identity4();
+  const size_t na = std::min(options.affine_iters.size(), size_t(levels));
+  for (size_t level = 0; level < na; ++level) {
+    const size_t l = size_t(levels - 1) - level;
+    const Dims d = dims[l];
+    const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
+    WarpOp op(rt, d, d, Padding::Border);
+    op.set_moving(pm[l]);
+    std::vector<float> params(12), grad(12), warped, residual(pf[l].size()), gg, n;
+    for (size_t a = 0; a < 3; ++a)
+      for (size_t j = 0; j < 4; ++j) params[4 * a + j] = float(m[a][j]);
+    Adam adam(options.affine_lr, 12, 0.0);
+    for (int it = 0; it < options.affine_iters[level]; ++it) {
+      for (size_t a = 0; a < 3; ++a)
+        for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
+      const std::vector<float> grid = affine_grid(affine_voxel(m, d), d, &n);
+      op.forward(grid, &warped);
+      if (options.metric == Metric::SSD)
+        ssd_loss(warped.data(), pf[l].data(), residual.size(), residual.data());
+      else
+        lncc_loss(warped.data(), pf[l].data(), d, options.window, residual.data());
+      op.backward(residual, &gg);
+      double acc[12] = {};
+      for (size_t i = 0; i < gg.size(); i += 3)
+        for (size_t a = 0; a < 3; ++a) {
+          const double g = gg[i + a];
+          acc[4 * a + 0] += g * n[i];
+          acc[4 * a + 1] += g * n[i + 1];
+          acc[4 * a + 2] += g * n[i + 2];
+          acc[4 * a + 3] += g;
+        }
+      for (size_t k = 0; k < 12; ++k) grad[k] = float(acc[k]);
+      adam.step(grad, &params);
+    }
+    for (size_t a = 0; a < 3; ++a)
+      for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
+  }
+  return m;
 }
 
 Volume warp(Runtime& rt, const Volume& moving, const Field& u) {

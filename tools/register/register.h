@@ -52,6 +52,10 @@ struct RegisterOptions {
   bool half_resolution_velocity = true;
   // Optional weights of the metric on the fixed grid (a mask: 1 inside, 0 outside); empty: all 1.
   std::vector<float> fixed_mask;
+  // Affine stage before the deformable one (NOTE [ Affine stage ]): iterations per level, coarsest
+  // first; empty: no affine stage.
+  std::vector<int> affine_iters;
+  double affine_lr = 0.005;  // Adam step of the affine parameters (normalised coordinates)
 
   // These options with the defaults filled in.
   RegisterOptions resolved() const;
@@ -77,9 +81,10 @@ struct LevelStats {
 };
 
 struct RegisterResult {
-  Field field;     // on fixed's grid, voxels: moving(x + field(x)) ~ fixed(x)
-  Field velocity;  // svf only: field = exp(velocity)
-  Volume warped;   // moving warped onto fixed's grid, original intensities
+  Field field;  // on fixed's grid, voxels: moving(x + field(x)) ~ fixed(x), affine included
+  Mat4 affine = identity4();  // the affine stage's map, fixed voxel -> moving voxel (same grid)
+  Field velocity;             // svf only: field = exp(velocity)
+  Volume warped;              // moving warped onto fixed's grid, original intensities
   std::vector<LevelStats> levels;
 };
 
@@ -100,6 +105,23 @@ std::vector<Dims> pyramid_dims(Dims dims, int levels);
 RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& moving,
                                 const RegisterOptions& options,
                                 const std::function<void(const Progress&)>& progress = {});
+
+// NOTE [ Affine stage ]
+// An affine map g = M n + t between normalised coordinates (n of the fixed voxel, g where the
+// moving image is sampled: affine_grid's convention), optimised by Adam on its 12 numbers from
+// the identity, coarse to fine over the pyramid: each iteration one GridSampler3D warp and one
+// GridSampler3DGrad grid gradient G(x), then dE/dM = sum_x G(x) n(x)^T and dE/dt = sum_x G(x).
+// The deformable stage then registers the moving image resampled through it, and the written
+// field is the composition d(x) = A (x + u(x)) - x with A the same map in voxel coordinates.
+// register_affine takes the intensity-normalised pyramids (finest first) and returns [M | t] (the
+// normalised form); affine_voxel gives its voxel form A on a grid of size d.
+Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& fixed_pyramid,
+                     const std::vector<std::vector<float>>& moving_pyramid,
+                     const std::vector<Dims>& dims, const RegisterOptions& options);
+Mat4 affine_voxel(const Mat4& normalized, Dims d);
+// The sampling grid of a voxel affine (voxel x -> voxel A x, one grid of size d), as PyTorch's
+// affine_grid makes it; `normalized`, if given, receives the voxels' own normalised coordinates.
+std::vector<float> affine_grid(const Mat4& voxel_affine, Dims d, std::vector<float>* normalized);
 
 // moving(x + u(x)) on u's grid (which must match moving's dims), border padding.
 Volume warp(Runtime& rt, const Volume& moving, const Field& u);
