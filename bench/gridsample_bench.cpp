@@ -12,12 +12,17 @@
 //   (bytes read + bytes written) is the machine's copy bandwidth, the yardstick for the memory
 //   floor in tools/bench_vs_torch.py.
 //
+// Counters: bytes (what the operator must move), bytes_per_second, and x_floor: the time as a
+// multiple of those bytes at the machine's copy bandwidth (measured once per process as
+// memory/copy does, the best of three).
+//
 // Environment: GRIDSAMPLE_IMPL=cpu:ref (NOTE [ Forcing an implementation ]) times the reference
-// instead; for analysis only, GRIDSAMPLE_BENCH_GRID=smooth replaces the random grids by a slightly
-// perturbed identity (every sample near its neighbours': the cache-friendly extreme), and
-// GRIDSAMPLE_BENCH_MASK=10 or 01 times the backward with one gradient.
+// instead; for analysis only, GRIDSAMPLE_BENCH_MASK=10 or 01 times the backward with one
+// gradient.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -39,30 +44,145 @@
 
 namespace {
 
+// The grids users have (NOTE [ Bench grids ]).
+enum class GridKind { Random, Warp, Affine };
+
 struct Case {
   std::string name;
   int nd;
-  int64_t N, C, in, out;  // cubic input and output grids: in^nd, out^nd
+  int64_t N, C;
+  std::vector<int64_t> in, out;  // input and output spatial sizes, outermost (D or H) first
   int64_t interp, padding;
   bool align;
   aclDataType dtype;
   bool channel_last;
+  GridKind grid = GridKind::Random;
 };
 
-// Issue 3's table.
+std::vector<int64_t> cube(int nd, int64_t s) { return std::vector<int64_t>(size_t(nd), s); }
+
+// Issue 3's table (uniform random grids), then issue 12's coherent grids: registration fields
+// and optical flow (near-identity warps of a few voxels), spatial-transformer and augmentation
+// grids (affine). tools/bench_vs_torch.py lists the same cases.
 const std::vector<Case>& suite() {
+  using G = GridKind;
   static const std::vector<Case> cases = {
-      {"3d_bilinear_c16_64", 3, 1, 16, 64, 64, 0, 0, false, ACL_FLOAT, false},
-      {"3d_bilinear_c1_128", 3, 1, 1, 128, 128, 0, 1, true, ACL_FLOAT, false},
-      {"3d_bilinear_c32_32_cl", 3, 2, 32, 32, 32, 0, 2, false, ACL_FLOAT, true},
-      {"3d_nearest_c16_64", 3, 1, 16, 64, 64, 1, 0, false, ACL_FLOAT, false},
-      {"3d_bilinear_c16_64_f64", 3, 1, 16, 64, 64, 0, 0, false, ACL_DOUBLE, false},
-      {"3d_bilinear_c16_64_bf16", 3, 1, 16, 64, 64, 0, 0, false, ACL_BF16, false},
-      {"2d_bilinear_c64_128", 2, 8, 64, 128, 128, 0, 0, false, ACL_FLOAT, false},
-      {"2d_bicubic_c16_256", 2, 2, 16, 256, 256, 2, 1, true, ACL_FLOAT, false},
-      {"2d_bilinear_c3_512_f16", 2, 4, 3, 512, 512, 0, 0, false, ACL_FLOAT16, false},
+      {"3d_bilinear_c16_64", 3, 1, 16, cube(3, 64), cube(3, 64), 0, 0, false, ACL_FLOAT, false},
+      {"3d_bilinear_c1_128", 3, 1, 1, cube(3, 128), cube(3, 128), 0, 1, true, ACL_FLOAT, false},
+      {"3d_bilinear_c32_32_cl", 3, 2, 32, cube(3, 32), cube(3, 32), 0, 2, false, ACL_FLOAT, true},
+      {"3d_nearest_c16_64", 3, 1, 16, cube(3, 64), cube(3, 64), 1, 0, false, ACL_FLOAT, false},
+      {"3d_bilinear_c16_64_f64", 3, 1, 16, cube(3, 64), cube(3, 64), 0, 0, false, ACL_DOUBLE,
+       false},
+      {"3d_bilinear_c16_64_bf16", 3, 1, 16, cube(3, 64), cube(3, 64), 0, 0, false, ACL_BF16, false},
+      {"2d_bilinear_c64_128", 2, 8, 64, cube(2, 128), cube(2, 128), 0, 0, false, ACL_FLOAT, false},
+      {"2d_bicubic_c16_256", 2, 2, 16, cube(2, 256), cube(2, 256), 2, 1, true, ACL_FLOAT, false},
+      {"2d_bilinear_c3_512_f16", 2, 4, 3, cube(2, 512), cube(2, 512), 0, 0, false, ACL_FLOAT16,
+       false},
+      {"warp_3d_reg_c1_80x96x80",
+       3,
+       1,
+       1,
+       {80, 96, 80},
+       {80, 96, 80},
+       0,
+       1,
+       true,
+       ACL_FLOAT,
+       false,
+       G::Warp},
+      {"warp_3d_reg_c2_80x96x80",
+       3,
+       1,
+       2,
+       {80, 96, 80},
+       {80, 96, 80},
+       0,
+       1,
+       true,
+       ACL_FLOAT,
+       false,
+       G::Warp},
+      {"warp_3d_c16_64", 3, 1, 16, cube(3, 64), cube(3, 64), 0, 0, false, ACL_FLOAT, false,
+       G::Warp},
+      {"warp_3d_c64_32_cl", 3, 1, 64, cube(3, 32), cube(3, 32), 0, 1, true, ACL_FLOAT, true,
+       G::Warp},
+      {"warp_3d_nearest_c8_48_40", 3, 2, 8, cube(3, 48), cube(3, 40), 1, 2, false, ACL_FLOAT, false,
+       G::Warp},
+      {"warp_2d_flow_c3_512", 2, 2, 3, cube(2, 512), cube(2, 512), 0, 1, true, ACL_FLOAT, false,
+       G::Warp},
+      {"warp_2d_flow_c1_512_n1", 2, 1, 1, cube(2, 512), cube(2, 512), 0, 1, true, ACL_FLOAT, false,
+       G::Warp},
+      {"warp_2d_c32_128_cl", 2, 2, 32, cube(2, 128), cube(2, 128), 0, 0, false, ACL_FLOAT, true,
+       G::Warp},
+      {"affine_2d_stn_c32_64", 2, 16, 32, cube(2, 64), cube(2, 64), 0, 0, false, ACL_FLOAT, false,
+       G::Affine},
+      {"affine_2d_c3_224", 2, 8, 3, cube(2, 224), cube(2, 224), 0, 0, false, ACL_FLOAT, false,
+       G::Affine},
+      {"affine_3d_c1_96", 3, 1, 1, cube(3, 96), cube(3, 96), 0, 0, true, ACL_FLOAT, false,
+       G::Affine},
+      {"affine_3d_c16_48_cl", 3, 2, 16, cube(3, 48), cube(3, 48), 0, 2, false, ACL_FLOAT, true,
+       G::Affine},
   };
   return cases;
+}
+
+// NOTE [ Bench grids ]
+// Random: uniform in [-1.1, 1.1] (every tap a cache miss: the worst case). Warp: the identity
+// plus a smooth displacement of up to 3 input voxels per axis, a sine wave across the volume --
+// the fields of registration and optical flow. Affine: per batch item a rotation (0.15 + 0.05 n
+// rad in the x-y plane, half that in y-z), a scaling by 1.1 and a shift of 0.05 -- spatial
+// transformers and augmentation. Warp and affine grids are closed formulas of the point index,
+// so tools/bench_vs_torch.py builds the same grids for PyTorch.
+double identity_voxel(int64_t i, int64_t s_in, int64_t s_out, bool align) {
+  if (align) return s_out > 1 ? double(i) * double(s_in - 1) / double(s_out - 1) : 0.0;
+  return (double(i) + 0.5) * double(s_in) / double(s_out) - 0.5;
+}
+double normalize(double u, int64_t s, bool align) {
+  if (align) return s > 1 ? 2.0 * u / double(s - 1) - 1.0 : 0.0;
+  return (2.0 * u + 1.0) / double(s) - 1.0;
+}
+
+std::vector<double> coherent_grid(const Case& k) {
+  const int nd = k.nd;
+  int64_t pts = 1;
+  for (int64_t s : k.out) pts *= s;
+  std::vector<double> v(size_t(k.N * pts * nd));
+  const double kPi = 3.14159265358979323846;
+  for (int64_t n = 0; n < k.N; ++n) {
+    for (int64_t p = 0; p < pts; ++p) {
+      int64_t idx[3] = {0, 0, 0}, rest = p;  // axis order: x, y, z
+      for (int a = 0; a < nd; ++a) {
+        idx[a] = rest % k.out[size_t(nd - 1 - a)];
+        rest /= k.out[size_t(nd - 1 - a)];
+      }
+      double g[3] = {0, 0, 0};
+      const double th = 2 * kPi *
+                        (double(idx[0]) / double(k.out[size_t(nd - 1)]) +
+                         0.5 * double(idx[1]) / double(k.out[size_t(nd - 2)]) +
+                         (nd == 3 ? 0.25 * double(idx[2]) / double(k.out[0]) : 0.0));
+      for (int a = 0; a < nd; ++a) {
+        const int64_t si = k.in[size_t(nd - 1 - a)], so = k.out[size_t(nd - 1 - a)];
+        double u = identity_voxel(idx[a], si, so, k.align);
+        if (k.grid == GridKind::Warp) u += 3.0 * std::sin(th * (1.0 + 0.5 * a) + 1.3 * a);
+        g[a] = normalize(u, si, k.align);
+      }
+      if (k.grid == GridKind::Affine) {
+        const double t = 0.15 + 0.05 * double(n), c = std::cos(t), s = std::sin(t);
+        const double x = c * g[0] - s * g[1], y = s * g[0] + c * g[1];
+        g[0] = x;
+        g[1] = y;
+        if (nd == 3) {
+          const double c2 = std::cos(t / 2), s2 = std::sin(t / 2);
+          const double y2 = c2 * g[1] - s2 * g[2], z2 = s2 * g[1] + c2 * g[2];
+          g[1] = y2;
+          g[2] = z2;
+        }
+        for (int a = 0; a < nd; ++a) g[a] = 1.1 * g[a] + 0.05;
+      }
+      for (int a = 0; a < nd; ++a) v[size_t((n * pts + p) * nd + a)] = g[a];
+    }
+  }
+  return v;
 }
 
 int elem_bytes(aclDataType t) {
@@ -136,7 +256,6 @@ struct Fixture {
   std::unique_ptr<Buffer> x, g, go, out, ig, gg;
 
   explicit Fixture(const Case& k) : c(k) {
-    const std::vector<int64_t> sp_in(size_t(k.nd), k.in), sp_out(size_t(k.nd), k.out);
     auto feature = [&](const std::vector<int64_t>& sp) {
       std::vector<int64_t> d = {k.N};
       if (!k.channel_last) d.push_back(k.C);
@@ -144,10 +263,10 @@ struct Fixture {
       if (k.channel_last) d.push_back(k.C);
       return d;
     };
-    feat_in = feature(sp_in);
-    feat_out = feature(sp_out);
+    feat_in = feature(k.in);
+    feat_out = feature(k.out);
     grid_dims = {k.N};
-    grid_dims.insert(grid_dims.end(), sp_out.begin(), sp_out.end());
+    grid_dims.insert(grid_dims.end(), k.out.begin(), k.out.end());
     grid_dims.push_back(k.nd);
     fmt = k.nd == 3 ? (k.channel_last ? ACL_FORMAT_NDHWC : ACL_FORMAT_NCDHW)
                     : (k.channel_last ? ACL_FORMAT_NHWC : ACL_FORMAT_NCHW);
@@ -163,18 +282,8 @@ struct Fixture {
     for (double& e : v) e = normal(rng);
     x = std::make_unique<Buffer>(k.dtype, v);
     v.assign(numel(grid_dims), 0);
-    if (const char* g = std::getenv("GRIDSAMPLE_BENCH_GRID"); g && std::string(g) == "smooth") {
-      // An identity grid slightly perturbed: every sample near its neighbours' (cache-friendly).
-      std::uniform_real_distribution<double> jitter(-0.01, 0.01);
-      for (size_t i = 0; i < v.size(); ++i) {
-        const size_t comp = i % size_t(k.nd), pt = i / size_t(k.nd);
-        int64_t idx = int64_t(pt), coord = 0;
-        for (int d = 0; d <= int(comp); ++d) {
-          coord = idx % k.out;
-          idx /= k.out;
-        }
-        v[i] = -1 + 2 * (double(coord) + 0.5) / double(k.out) + jitter(rng);
-      }
+    if (k.grid != GridKind::Random) {
+      v = coherent_grid(k);
     } else {
       for (double& e : v) e = uni(rng);
     }
@@ -193,6 +302,32 @@ struct Fixture {
                     : r + int64_t(out->bytes.size());
   }
 };
+
+// One parallel memcpy of n bytes in 64 pieces (as many threads as OpenMP gives).
+void parallel_copy(unsigned char* dst, const unsigned char* src, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < 64; ++i) {
+    const size_t chunk = n / 64;
+    std::memcpy(dst + size_t(i) * chunk, src + size_t(i) * chunk, chunk);
+  }
+}
+
+// The copy bandwidth (bytes read + written per second), best of three copies of 128 MiB.
+double copy_bandwidth_once() {
+  static const double bw = [] {
+    const size_t n = size_t(128) << 20;
+    std::vector<unsigned char> src(n, 1), dst(n, 0);
+    double best = 0;
+    for (int r = 0; r < 4; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      parallel_copy(dst.data(), src.data(), n);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) best = std::max(best, double(2 * n) / s);  // the first copy touches the pages
+    }
+    return best;
+  }();
+  return bw;
+}
 
 using RunFn = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 
@@ -237,6 +372,9 @@ void run_case(benchmark::State& state, const Case& c, bool backward) {
     }
     state.SetBytesProcessed(int64_t(state.iterations()) * f.bytes(backward));
     state.counters["bytes"] = double(f.bytes(backward));
+    state.counters["x_floor"] = benchmark::Counter(
+        double(f.bytes(backward)) / copy_bandwidth_once(),
+        benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   }
   if (ex != nullptr) aclDestroyAclOpExecutor(ex);
   if (ws != nullptr) aclrtFree(ws);
@@ -249,11 +387,7 @@ void copy_bandwidth(benchmark::State& state) {
   const size_t n = size_t(256) << 20;
   std::vector<unsigned char> src(n, 1), dst(n, 0);
   for (auto _ : state) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < 64; ++i) {
-      const size_t chunk = n / 64;
-      std::memcpy(dst.data() + size_t(i) * chunk, src.data() + size_t(i) * chunk, chunk);
-    }
+    parallel_copy(dst.data(), src.data(), n);
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }
