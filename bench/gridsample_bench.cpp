@@ -23,13 +23,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "acl/acl.h"
@@ -59,70 +62,104 @@ struct Case {
   GridKind grid = GridKind::Random;
 };
 
-std::vector<int64_t> cube(int nd, int64_t s) { return std::vector<int64_t>(size_t(nd), s); }
+// A case from its problem string (NOTE [ Bench problem strings ]); false if it does not parse.
+bool parse_case(const std::string& spec, Case* c) {
+  c->name = spec;
+  std::vector<std::string> f;
+  for (size_t i = 0, j; i <= spec.size(); i = j + 1) {
+    j = spec.find('_', i);
+    if (j == std::string::npos) j = spec.size();
+    f.push_back(spec.substr(i, j - i));
+  }
+  if (f.size() != 10) return false;
+  auto dims = [](const std::string& t, char lead, std::vector<int64_t>* d) {
+    if (t.empty() || t[0] != lead) return false;
+    d->clear();
+    for (size_t i = 1, j; i <= t.size(); i = j + 1) {
+      j = t.find('x', i);
+      if (j == std::string::npos) j = t.size();
+      d->push_back(std::atoll(t.substr(i, j - i).c_str()));
+    }
+    return true;
+  };
+  auto index = [](const std::string& t, std::initializer_list<const char*> names) -> int64_t {
+    int64_t i = 0;
+    for (const char* n : names) {
+      if (t == n) return i;
+      ++i;
+    }
+    return -1;
+  };
+  const int64_t grid = index(f[0], {"random", "warp", "affine"});
+  c->nd = f[1] == "2d" ? 2 : f[1] == "3d" ? 3 : 0;
+  if (grid < 0 || c->nd == 0) return false;
+  c->grid = GridKind(grid);
+  if (std::sscanf(f[2].c_str(), "n%" SCNd64 "c%" SCNd64, &c->N, &c->C) != 2) return false;
+  if (!dims(f[3], 'i', &c->in) || !dims(f[4], 'o', &c->out)) return false;
+  if (c->in.size() != size_t(c->nd) || c->out.size() != size_t(c->nd)) return false;
+  c->interp = index(f[5], {"bilinear", "nearest", "bicubic"});
+  c->padding = index(f[6], {"zeros", "border", "reflection"});
+  const int64_t align = index(f[7], {"ac0", "ac1"});
+  const int64_t dt = index(f[8], {"f32", "f64", "f16", "bf16"});
+  const int64_t layout = index(f[9], {"cf", "cl"});
+  if (c->interp < 0 || c->padding < 0 || align < 0 || dt < 0 || layout < 0) return false;
+  c->align = align == 1;
+  c->dtype = std::vector<aclDataType>{ACL_FLOAT, ACL_DOUBLE, ACL_FLOAT16, ACL_BF16}[size_t(dt)];
+  c->channel_last = layout == 1;
+  return true;
+}
 
+// NOTE [ Bench problem strings ]
+// A case is one string, GRID_Kd_nNcC_iINPUT_oOUTPUT_INTERP_PADDING_acA_DTYPE_LAYOUT, e.g.
+// warp_3d_n1c2_i80x96x80_o80x96x80_bilinear_border_ac1_f32_cf: the grid kind (NOTE [ Bench
+// grids ]), 2d or 3d, batch and channels, input and output spatial sizes (outermost first),
+// modes, dtype (f32, f64, f16, bf16) and layout (cf channel-first, cl channel-last). The suite
+// names its cases; `--gs_list` prints each name with its string, which tools/bench_vs_torch.py
+// reads to build the same problems for PyTorch, and `--gs_case=STRING` (repeatable) times any
+// other problem as case/STRING/{fwd,bwd} (tools/sweep_vs_torch.py).
+//
 // Issue 3's table (uniform random grids), then issue 12's coherent grids: registration fields
 // and optical flow (near-identity warps of a few voxels), spatial-transformer and augmentation
-// grids (affine). tools/bench_vs_torch.py lists the same cases.
-const std::vector<Case>& suite() {
-  using G = GridKind;
-  static const std::vector<Case> cases = {
-      {"3d_bilinear_c16_64", 3, 1, 16, cube(3, 64), cube(3, 64), 0, 0, false, ACL_FLOAT, false},
-      {"3d_bilinear_c1_128", 3, 1, 1, cube(3, 128), cube(3, 128), 0, 1, true, ACL_FLOAT, false},
-      {"3d_bilinear_c32_32_cl", 3, 2, 32, cube(3, 32), cube(3, 32), 0, 2, false, ACL_FLOAT, true},
-      {"3d_nearest_c16_64", 3, 1, 16, cube(3, 64), cube(3, 64), 1, 0, false, ACL_FLOAT, false},
-      {"3d_bilinear_c16_64_f64", 3, 1, 16, cube(3, 64), cube(3, 64), 0, 0, false, ACL_DOUBLE,
-       false},
-      {"3d_bilinear_c16_64_bf16", 3, 1, 16, cube(3, 64), cube(3, 64), 0, 0, false, ACL_BF16, false},
-      {"2d_bilinear_c64_128", 2, 8, 64, cube(2, 128), cube(2, 128), 0, 0, false, ACL_FLOAT, false},
-      {"2d_bicubic_c16_256", 2, 2, 16, cube(2, 256), cube(2, 256), 2, 1, true, ACL_FLOAT, false},
-      {"2d_bilinear_c3_512_f16", 2, 4, 3, cube(2, 512), cube(2, 512), 0, 0, false, ACL_FLOAT16,
-       false},
-      {"warp_3d_reg_c1_80x96x80",
-       3,
-       1,
-       1,
-       {80, 96, 80},
-       {80, 96, 80},
-       0,
-       1,
-       true,
-       ACL_FLOAT,
-       false,
-       G::Warp},
-      {"warp_3d_reg_c2_80x96x80",
-       3,
-       1,
-       2,
-       {80, 96, 80},
-       {80, 96, 80},
-       0,
-       1,
-       true,
-       ACL_FLOAT,
-       false,
-       G::Warp},
-      {"warp_3d_c16_64", 3, 1, 16, cube(3, 64), cube(3, 64), 0, 0, false, ACL_FLOAT, false,
-       G::Warp},
-      {"warp_3d_c64_32_cl", 3, 1, 64, cube(3, 32), cube(3, 32), 0, 1, true, ACL_FLOAT, true,
-       G::Warp},
-      {"warp_3d_nearest_c8_48_40", 3, 2, 8, cube(3, 48), cube(3, 40), 1, 2, false, ACL_FLOAT, false,
-       G::Warp},
-      {"warp_2d_flow_c3_512", 2, 2, 3, cube(2, 512), cube(2, 512), 0, 1, true, ACL_FLOAT, false,
-       G::Warp},
-      {"warp_2d_flow_c1_512_n1", 2, 1, 1, cube(2, 512), cube(2, 512), 0, 1, true, ACL_FLOAT, false,
-       G::Warp},
-      {"warp_2d_c32_128_cl", 2, 2, 32, cube(2, 128), cube(2, 128), 0, 0, false, ACL_FLOAT, true,
-       G::Warp},
-      {"affine_2d_stn_c32_64", 2, 16, 32, cube(2, 64), cube(2, 64), 0, 0, false, ACL_FLOAT, false,
-       G::Affine},
-      {"affine_2d_c3_224", 2, 8, 3, cube(2, 224), cube(2, 224), 0, 0, false, ACL_FLOAT, false,
-       G::Affine},
-      {"affine_3d_c1_96", 3, 1, 1, cube(3, 96), cube(3, 96), 0, 0, true, ACL_FLOAT, false,
-       G::Affine},
-      {"affine_3d_c16_48_cl", 3, 2, 16, cube(3, 48), cube(3, 48), 0, 2, false, ACL_FLOAT, true,
-       G::Affine},
+// grids (affine).
+const std::vector<std::pair<std::string, std::string>>& suite_specs() {
+  static const std::vector<std::pair<std::string, std::string>> specs = {
+      {"3d_bilinear_c16_64", "random_3d_n1c16_i64x64x64_o64x64x64_bilinear_zeros_ac0_f32_cf"},
+      {"3d_bilinear_c1_128", "random_3d_n1c1_i128x128x128_o128x128x128_bilinear_border_ac1_f32_cf"},
+      {"3d_bilinear_c32_32_cl",
+       "random_3d_n2c32_i32x32x32_o32x32x32_bilinear_reflection_ac0_f32_cl"},
+      {"3d_nearest_c16_64", "random_3d_n1c16_i64x64x64_o64x64x64_nearest_zeros_ac0_f32_cf"},
+      {"3d_bilinear_c16_64_f64", "random_3d_n1c16_i64x64x64_o64x64x64_bilinear_zeros_ac0_f64_cf"},
+      {"3d_bilinear_c16_64_bf16", "random_3d_n1c16_i64x64x64_o64x64x64_bilinear_zeros_ac0_bf16_cf"},
+      {"2d_bilinear_c64_128", "random_2d_n8c64_i128x128_o128x128_bilinear_zeros_ac0_f32_cf"},
+      {"2d_bicubic_c16_256", "random_2d_n2c16_i256x256_o256x256_bicubic_border_ac1_f32_cf"},
+      {"2d_bilinear_c3_512_f16", "random_2d_n4c3_i512x512_o512x512_bilinear_zeros_ac0_f16_cf"},
+      {"warp_3d_reg_c1", "warp_3d_n1c1_i80x96x80_o80x96x80_bilinear_border_ac1_f32_cf"},
+      {"warp_3d_reg_c2", "warp_3d_n1c2_i80x96x80_o80x96x80_bilinear_border_ac1_f32_cf"},
+      {"warp_3d_c16_64", "warp_3d_n1c16_i64x64x64_o64x64x64_bilinear_zeros_ac0_f32_cf"},
+      {"warp_3d_c64_32_cl", "warp_3d_n1c64_i32x32x32_o32x32x32_bilinear_border_ac1_f32_cl"},
+      {"warp_3d_nearest_c8", "warp_3d_n2c8_i48x48x48_o40x40x40_nearest_reflection_ac0_f32_cf"},
+      {"warp_2d_flow_c3_512", "warp_2d_n2c3_i512x512_o512x512_bilinear_border_ac1_f32_cf"},
+      {"warp_2d_flow_c1_n1", "warp_2d_n1c1_i512x512_o512x512_bilinear_border_ac1_f32_cf"},
+      {"warp_2d_c32_128_cl", "warp_2d_n2c32_i128x128_o128x128_bilinear_zeros_ac0_f32_cl"},
+      {"affine_2d_stn_c32_64", "affine_2d_n16c32_i64x64_o64x64_bilinear_zeros_ac0_f32_cf"},
+      {"affine_2d_c3_224", "affine_2d_n8c3_i224x224_o224x224_bilinear_zeros_ac0_f32_cf"},
+      {"affine_3d_c1_96", "affine_3d_n1c1_i96x96x96_o96x96x96_bilinear_zeros_ac1_f32_cf"},
+      {"affine_3d_c16_48_cl", "affine_3d_n2c16_i48x48x48_o48x48x48_bilinear_reflection_ac0_f32_cl"},
   };
+  return specs;
+}
+
+const std::vector<Case>& suite() {
+  static const std::vector<Case> cases = [] {
+    std::vector<Case> v;
+    for (const auto& [name, spec] : suite_specs()) {
+      Case c;
+      if (!parse_case(spec, &c)) std::abort();  // the table above is wrong
+      c.name = name;
+      v.push_back(c);
+    }
+    return v;
+  }();
   return cases;
 }
 
@@ -394,44 +431,75 @@ void copy_bandwidth(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(2 * n));
 }
 
-void register_all() {
-  static std::vector<Case> extras;
-  for (const Case& c : suite())
-    for (bool bwd : {false, true})
-      benchmark::RegisterBenchmark(("suite/" + c.name + (bwd ? "/bwd" : "/fwd")).c_str(),
-                                   [&c, bwd](benchmark::State& s) { run_case(s, c, bwd); })
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
-  // FLOAT twins of 16-bit cases whose FLOAT shape the suite lacks.
-  for (const Case& c : suite()) {
-    if (elem_bytes(c.dtype) != 2) continue;
-    bool has_twin = false;
-    for (const Case& d : suite())
-      has_twin = has_twin ||
-                 (d.dtype == ACL_FLOAT && d.nd == c.nd && d.N == c.N && d.C == c.C &&
-                  d.in == c.in && d.out == c.out && d.interp == c.interp &&
-                  d.padding == c.padding && d.align == c.align && d.channel_last == c.channel_last);
-    if (has_twin) continue;
-    Case t = c;
-    t.name = c.name.substr(0, c.name.rfind('_')) + "_f32";
-    t.dtype = ACL_FLOAT;
-    extras.push_back(t);
+void register_case(const std::string& prefix, const Case& c) {
+  for (bool bwd : {false, true})
+    benchmark::RegisterBenchmark((prefix + c.name + (bwd ? "/bwd" : "/fwd")).c_str(),
+                                 [c, bwd](benchmark::State& s) { run_case(s, c, bwd); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+}
+
+// The benchmark name of the FLOAT twin of a 16-bit suite case (a suite case of the same shape,
+// or extra/NAME_f32, registered for it), or "-"; *extra receives the twin if it is not in the
+// suite.
+std::string float_twin(const Case& c, Case* extra) {
+  if (elem_bytes(c.dtype) != 2) return "-";
+  for (const Case& d : suite())
+    if (d.dtype == ACL_FLOAT && d.nd == c.nd && d.N == c.N && d.C == c.C && d.in == c.in &&
+        d.out == c.out && d.interp == c.interp && d.padding == c.padding && d.align == c.align &&
+        d.channel_last == c.channel_last && d.grid == c.grid)
+      return "suite/" + d.name;
+  *extra = c;
+  extra->name = c.name.substr(0, c.name.rfind('_')) + "_f32";
+  extra->dtype = ACL_FLOAT;
+  return "extra/" + extra->name;
+}
+
+// Registers the suite, the FLOAT twins of its 16-bit cases, memory/copy and the cases given as
+// --gs_case=STRING (NOTE [ Bench problem strings ]); with --gs_list prints the suite instead.
+// Returns false if an argument does not parse.
+bool register_all(int* argc, char** argv, bool* list_only) {
+  std::vector<Case> custom;
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--gs_list") {
+      *list_only = true;
+    } else if (arg.rfind("--gs_case=", 0) == 0) {
+      Case c;
+      if (!parse_case(arg.substr(10), &c)) {
+        std::fprintf(stderr, "gridsample_bench: not a problem string: %s\n", arg.c_str() + 10);
+        return false;
+      }
+      custom.push_back(c);
+    } else {
+      argv[kept++] = argv[i];
+    }
   }
-  for (const Case& c : extras)
-    for (bool bwd : {false, true})
-      benchmark::RegisterBenchmark(("extra/" + c.name + (bwd ? "/bwd" : "/fwd")).c_str(),
-                                   [&c, bwd](benchmark::State& s) { run_case(s, c, bwd); })
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+  *argc = kept;
+  const auto& specs = suite_specs();
+  for (size_t i = 0; i < suite().size(); ++i) {
+    const Case& c = suite()[i];
+    Case extra;
+    const std::string twin = float_twin(c, &extra);
+    if (*list_only)
+      std::printf("%s %s %s\n", c.name.c_str(), specs[i].second.c_str(), twin.c_str());
+    register_case("suite/", c);
+    if (twin.rfind("extra/", 0) == 0) register_case("extra/", extra);
+  }
+  for (const Case& c : custom) register_case("case/", c);
   benchmark::RegisterBenchmark("memory/copy", copy_bandwidth)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  register_all();
+  bool list_only = false;
+  if (!register_all(&argc, argv, &list_only)) return 1;
+  if (list_only) return 0;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 #if defined(_OPENMP)
