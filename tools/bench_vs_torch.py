@@ -114,8 +114,8 @@ def torch_case(torch, spec):
         try:
             fn()  # warm-up, and the check that PyTorch implements it
             out[d] = fn
-        except RuntimeError as e:
-            out[d] = str(e).splitlines()[0]
+        except Exception as e:  # noqa: BLE001 -- any refusal is a note, not a failure
+            out[d] = (str(e).splitlines() or [type(e).__name__])[0]
     return out
 
 
@@ -148,16 +148,30 @@ class Worker:
     """A PyTorch in another interpreter (serve())."""
 
     def __init__(self, python, threads):
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        self.proc = subprocess.Popen([python, HERE, "--serve", "--threads", str(threads)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=env)
+        self.python, self.threads = python, threads
+        self.start()
+
+    def start(self):
+        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
+        self.proc = subprocess.Popen([self.python, HERE, "--serve", "--threads",
+                                      str(self.threads)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
         self.version = json.loads(self.proc.stdout.readline())["version"]
 
     def time(self, spec):
-        self.proc.stdin.write(spec + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
+        """{"fwd": seconds or why not, "bwd": ...}; a PyTorch that crashes is restarted."""
+        try:
+            self.proc.stdin.write(spec + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if line:
+            return json.loads(line)
+        self.proc.wait()
+        why = f"PyTorch crashed (exit status {self.proc.returncode})"
+        self.start()
+        return {"fwd": why, "bwd": why}
 
     def close(self):
         self.proc.stdin.close()

@@ -179,6 +179,13 @@ HWY_INLINE hn::Vec<DF> LoadPoints(DF df, const S* base, int64_t stride, size_t c
     for (size_t i = 0; i < count; ++i) buf[i] = base[int64_t(i) * stride];
     return Promote16(df, buf);
   } else {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    // NOTE [ Masked row ends ]: x86's masked loads and stores (AVX2 vmaskmov, AVX-512 masks)
+    // touch only the lanes asked for, so a partial row needs no staging buffer, whose copy
+    // loops cost more than the taps themselves for rows of C < N channels (C = 8 with AVX-512).
+    // Highway's generic MaskedLoad reads the whole vector, hence x86 only.
+    if (stride == 1) return hn::MaskedLoad(hn::FirstN(df, count), df, base);
+#endif
     alignas(64) T buf[kMaxLanes<DF>] = {};
     for (size_t i = 0; i < count; ++i) buf[i] = base[int64_t(i) * stride];
     return hn::Load(df, buf);
@@ -209,6 +216,11 @@ HWY_INLINE void StorePoints(DF df, hn::Vec<DF> v, S* base, int64_t stride, size_
       return Demote16(df, v, base);
     }
   }
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  if constexpr (std::is_same_v<S, T>) {
+    if (stride == 1) return hn::BlendedStore(v, hn::FirstN(df, count), df, base);  // NOTE above
+  }
+#endif
   alignas(64) T buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
   hn::Store(v, df, buf);
   for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = Elem<S>::store(buf[i]);
