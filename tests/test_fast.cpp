@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -84,6 +85,7 @@ struct Case {
   aclDataType dt = ACL_FLOAT;
   bool channel_last = false;
   bool strided = false;
+  bool coherent = false;  // a warped identity grid instead of random values
   uint64_t seed = 1;
 
   std::string name() const {
@@ -149,6 +151,36 @@ Inputs make_inputs(const Case& c) {
   fill(in.g, -1.15, 1.15);
   fill(in.go, -2, 2);
   const double inf = std::numeric_limits<double>::infinity();
+  if (c.coherent) {
+    // The identity plus a smooth displacement of up to 0.7 input voxels per axis, and a few
+    // points that sample nothing (NaN, Inf, huge): a registration field's grid.
+    std::vector<double> g(size_t(in.g.numel()));
+    int64_t pts = 1;
+    for (int64_t s : c.out) pts *= s;
+    for (int64_t i = 0; i < c.N * pts; ++i) {
+      int64_t rest = i % pts;
+      double phase = 0;
+      int64_t idx[3] = {};
+      for (int a = 0; a < c.nd; ++a) {  // axis order: x first
+        const int64_t so = c.out[size_t(c.nd - 1 - a)];
+        idx[a] = rest % so;
+        rest /= so;
+        phase += double(idx[a]) / double(so) * (a + 1);
+      }
+      for (int a = 0; a < c.nd; ++a) {
+        const int64_t si = c.in[size_t(c.nd - 1 - a)], so = c.out[size_t(c.nd - 1 - a)];
+        double u = (double(idx[a]) + 0.5) * double(si) / double(so) - 0.5;
+        u += 0.7 * std::sin(6.28318 * phase + a);
+        const double v =
+            c.m.align ? (si > 1 ? 2 * u / double(si - 1) - 1 : 0) : (2 * u + 1) / double(si) - 1;
+        g[size_t(i * c.nd + a)] = round_to(c.dt, v);
+      }
+    }
+    const double nothing[] = {std::nan(""), inf, -inf, 1e30};
+    for (size_t i = 0, k = 0; i < g.size(); i += 97, ++k) g[i] = nothing[k % 4];
+    in.g.set_values(g);
+    return in;
+  }
   const double special[] = {-1,           1,   0,    0.25, -0.5, 0.5,
                             std::nan(""), inf, -inf, 1e30, -3e9, 1.0 / 3};
   const int64_t n = in.g.numel();
@@ -346,6 +378,80 @@ TEST(FastThreads, SettingIsPerCallingThread) {
   EXPECT_EQ(gridsampleGetNumThreads(), 5);
   ASSERT_EQ(gridsampleSetNumThreads(0), ACL_SUCCESS);
   EXPECT_EQ(gridsampleGetNumThreads(), fallback);
+}
+
+// Coherent grids take the direct slab path (NOTE [ Direct slabs ] in src/cpu/fast.cpp), random
+// ones the listed slabs: both bit-identical to cpu:ref, across dtypes, layouts, modes and views.
+TEST(FastDirect, CoherentGridsMatchReference) {
+  const int saved = set_threads(2);
+  struct K {
+    int nd;
+    int64_t C, interp, padding;
+    aclDataType dt;
+    bool cl, strided;
+  };
+  const K ks[] = {
+      {3, 5, 0, 1, ACL_FLOAT, false, false},  {3, 2, 0, 0, ACL_DOUBLE, true, false},
+      {3, 4, 1, 2, ACL_FLOAT16, false, true}, {3, 3, 2, 1, ACL_BF16, true, false},
+      {2, 3, 0, 1, ACL_FLOAT, false, true},   {2, 8, 1, 0, ACL_DOUBLE, false, false},
+      {2, 5, 2, 2, ACL_FLOAT, true, false},   {2, 2, 0, 2, ACL_BF16, false, false},
+  };
+  uint64_t seed = 300;
+  for (const K& k : ks) {
+    Case c;
+    c.nd = k.nd;
+    c.C = k.C;
+    c.in = k.nd == 3 ? std::vector<int64_t>{16, 48, 48} : std::vector<int64_t>{64, 300};
+    c.out = k.nd == 3 ? std::vector<int64_t>{16, 46, 50} : std::vector<int64_t>{64, 290};
+    c.m = {k.interp, k.padding, seed % 2 == 0};
+    c.dt = k.dt;
+    c.channel_last = k.cl;
+    c.strided = k.strided;
+    c.seed = seed++;
+    for (bool coherent : {true, false}) {
+      c.coherent = coherent;
+      SCOPED_TRACE(c.name() + (coherent ? " coherent" : " random"));
+      const Inputs in = make_inputs(c);
+      const Outputs ref = run(c, in, "cpu:ref");
+      setenv("GRIDSAMPLE_VERBOSE", "1", 1);
+      ::testing::internal::CaptureStderr();
+      const Outputs fast = run(c, in, "cpu:fast");
+      const std::string log = ::testing::internal::GetCapturedStderr();
+      unsetenv("GRIDSAMPLE_VERBOSE");
+      EXPECT_NE(log.find(coherent ? "direct slabs" : "listed slabs"), std::string::npos) << log;
+      EXPECT_TRUE(same_bits(fast.out, ref.out)) << "out";
+      EXPECT_TRUE(same_bits(fast.ig, ref.ig)) << "inputGrad";
+      EXPECT_EQ(grid_grad_mismatch(c.dt, fast.gg, ref.gg,
+                                   grid_grad_floor(in.x, in.go, c.C, c.in, c.m.align)),
+                "")
+          << "gridGrad";
+    }
+  }
+  set_threads(saved);
+}
+
+// An empty output grid with an input large enough for several threads: inputGrad is all zeros
+// (SPEC §2) with 1 to 3 threads, one item or several.
+TEST(FastEmpty, EmptyGridZeroesInputGrad) {
+  const int saved = set_threads(1);
+  for (int64_t N : {1, 2})
+    for (int nd : {2, 3}) {
+      Case c;
+      c.nd = nd;
+      c.N = N;
+      c.C = 6;
+      c.in = nd == 3 ? std::vector<int64_t>{40, 40, 40} : std::vector<int64_t>{300, 300};
+      c.out = nd == 3 ? std::vector<int64_t>{4, 0, 3} : std::vector<int64_t>{0, 7};
+      const Inputs in = make_inputs(c);
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(c.name() + " threads " + std::to_string(threads));
+        set_threads(threads);
+        const Outputs fast = run(c, in, "cpu:fast");
+        ASSERT_EQ(fast.ig.size(), size_t(in.x.numel()));
+        EXPECT_TRUE(std::all_of(fast.ig.begin(), fast.ig.end(), [](double v) { return v == 0; }));
+      }
+    }
+  set_threads(saved);
 }
 
 // The declared fallback: an input axis beyond the exact range of the vector index math is

@@ -7,15 +7,10 @@
 
 namespace gridsample {
 
-namespace {
 bool verbose() {
-  static const bool v = [] {
-    const char* e = std::getenv("GRIDSAMPLE_VERBOSE");
-    return e != nullptr && e[0] != '\0' && e[0] != '0';
-  }();
-  return v;
+  const char* e = std::getenv("GRIDSAMPLE_VERBOSE");
+  return e != nullptr && e[0] != '\0' && e[0] != '0';
 }
-}  // namespace
 
 bool make_plan(const Problem& p, const std::vector<const Impl*>& impls, Plan* plan, Error* error) {
   std::string log;

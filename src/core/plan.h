@@ -28,6 +28,10 @@ struct Plan {
   uint64_t workspace_bytes = 0;
 };
 
+// Whether GRIDSAMPLE_VERBOSE is set (to anything but 0): plans and implementations then say what
+// they chose on stderr.
+bool verbose();
+
 // Chooses the first of `impls` (in order of preference) that accepts p. With
 // GRIDSAMPLE_VERBOSE=1 it prints the choice and why each earlier implementation declined.
 bool make_plan(const Problem& p, const std::vector<const Impl*>& impls, Plan* plan, Error* error);

@@ -3,12 +3,14 @@
 #include "cpu/fast.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/plan.h"
 #include "core/threads.h"
 #include "cpu/fast_kernels.h"
 
@@ -121,7 +123,7 @@ bool acc_in_workspace(const Problem& p) {
 // slabs when the dim is long enough) depends on the shapes and dtype only. gridGrad needs no
 // binning: it is computed in point order, like the forward.
 constexpr int64_t kSlabBytes = int64_t(1) << 20;
-constexpr int64_t kBinChunk = 4096;  // output points per binning call
+constexpr int64_t kBinChunk = 2048;  // output points per binning call
 constexpr int64_t kMinSlabs = 4;     // when the outermost dim allows: work for several threads
 
 struct Binning {
@@ -348,6 +350,49 @@ bool item_backward(const Problem& p, const Args& a, int threads) {
   return p.N % threads == 0 || p.N >= 4 * threads;
 }
 
+// NOTE [ Direct slabs ]
+// For a coherent grid -- registration fields, optical flow, affine transforms: neighbouring
+// output points sample neighbouring input points -- the lists of NOTE [ Slabs ] cost more than
+// they save: the points of a slab are already a few consecutive chunks, and reading them in
+// place keeps the accumulator just as local. The binning's first pass (the counts per chunk and
+// slab) tells which grid it is. A direct slab reads the chunks that add to it straight from the
+// grid and gradOutput, in point order, and builds the taps of every vector of points with a tap
+// inside it; so it pays about min(chunk points, kScanLanes * count) tap computations for a
+// (chunk, slab) pair with `count` points, where the lists pay `count` entries. When the first
+// sum is at most twice the second (coherent grids, stray points included), the slabs are
+// direct: no lists, no payload copies; on a random grid each chunk adds to every slab and the
+// sum is several times larger. Each inputGrad element still receives its contributions in
+// increasing point order, so the bits are those of the lists and of cpu:ref, and the choice, a
+// function of the data alone, cannot depend on the thread count. Where the input and the
+// accumulator share their offsets, a chunk's gridGrad is computed with its first slab, from the
+// same tap tables, as the item path does.
+constexpr int64_t kScanLanes = 16;
+constexpr double kMaxDirectCost = 2;
+
+// The ratio of the two sums (0 when nothing is listed).
+double direct_cost(const Problem& p, const Args& a) {
+  int64_t scanned = 0, entries = 0;
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t ch = 0; ch < a.bin_chunks; ++ch) {
+      const int64_t pts = std::min(a.points - ch * a.bin_chunk, a.bin_chunk);
+      const int32_t* c = a.bin_pos + (n * a.bin_chunks + ch) * a.slabs;
+      for (int64_t s = 0; s < a.slabs; ++s) {
+        entries += c[s];
+        if (c[s] != 0) scanned += std::min(pts, kScanLanes * c[s]);
+      }
+    }
+  return entries > 0 ? double(scanned) / double(entries) : 0.0;
+}
+
+// Whether one tap table serves both gradients: the accumulator and the input as the kernels read
+// them have the same offsets and the compute type is the element type.
+bool direct_grid_grad(const Problem& p, const Args& a) {
+  if (sixteen_bit(p) || a.in_c != a.acc_c) return false;
+  for (int d = 0; d < p.nd; ++d)
+    if (a.in_sp[d] != a.acc_sp[d]) return false;
+  return true;
+}
+
 // Turns the per-chunk counts of each item into list positions: slab-major, chunk-minor, so that a
 // slab's list is its chunks' points in chunk order (a stable counting sort).
 void bin_positions(const Args& a, int64_t n) {
@@ -396,26 +441,61 @@ void run(const Problem& p, void* ws) {
     return;
   }
 
+  auto say = [&](const char* path, double cost = 0) {
+    if (verbose())
+      std::fprintf(stderr, "gridsample: cpu:fast bwd %s: %s (scan/entries %.2f)\n", p.str().c_str(),
+                   path, cost);
+  };
   if (item_backward(p, a, run_threads())) {
+    say("item backward");
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
     for (int64_t n = 0; n < p.N; ++n) k.item(a, n);
     return;
   }
 
-  // Backward: the input rows and the slab counts, the list positions, the lists (NOTE [ Slabs ]),
-  // then gridGrad over points and inputGrad over slabs, which share nothing.
+  // Backward: the input rows and the slab counts; then, for a coherent grid, direct slabs
+  // (NOTE [ Direct slabs ]); otherwise the list positions, the lists (NOTE [ Slabs ]) and the
+  // slabs. gridGrad over points runs beside the slabs, with which it shares nothing.
   const int64_t bins = backward_input_grad(p) ? p.N * a.bin_chunks : 0;
-  const int64_t grid_calls = p.want_grid_grad ? p.N * point_calls : 0;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+  for (int64_t i = 0; i < p.N * in_packs + bins; ++i) {
+    if (i < p.N * in_packs)
+      pack(i);
+    else
+      k.bin(a, (i - p.N * in_packs) / a.bin_chunks, (i - p.N * in_packs) % a.bin_chunks, false);
+  }
   const int64_t slab_calls = backward_input_grad(p) ? p.N * a.slabs : 0;
+  const double cost = slab_calls > 0 ? direct_cost(p, a) : 0;
+  if (slab_calls > 0 && cost <= kMaxDirectCost) {
+    say("direct slabs", cost);
+    Args d = a;
+    d.direct_grid_grad = p.want_grid_grad && direct_grid_grad(p, a);
+    // Chunks of points that add to no slab get their gridGrad from calls of their own.
+    std::vector<int64_t> lone;
+    for (int64_t i = 0; d.direct_grid_grad && i < bins; ++i) {
+      const int32_t* c = a.bin_pos + i * a.slabs;
+      if (std::all_of(c, c + a.slabs, [](int32_t v) { return v == 0; })) lone.push_back(i);
+    }
+    const int64_t grid_calls =
+        !p.want_grid_grad ? 0 : (d.direct_grid_grad ? int64_t(lone.size()) : p.N * point_calls);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+    for (int64_t i = 0; i < slab_calls + grid_calls; ++i) {
+      if (i < slab_calls) {
+        k.slab_direct(d, i / a.slabs, i % a.slabs);
+      } else if (d.direct_grid_grad) {
+        const int64_t n = lone[size_t(i - slab_calls)] / a.bin_chunks;
+        const int64_t o0 = (lone[size_t(i - slab_calls)] % a.bin_chunks) * a.bin_chunk;
+        k.grid_grad(a, n, o0, std::min(a.points, o0 + a.bin_chunk));
+      } else {
+        points(i - slab_calls, k.grid_grad);
+      }
+    }
+    return;
+  }
+  if (bins > 0) say("listed slabs", cost);
+  const int64_t grid_calls = p.want_grid_grad ? p.N * point_calls : 0;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < p.N * in_packs + bins; ++i) {
-      if (i < p.N * in_packs)
-        pack(i);
-      else
-        k.bin(a, (i - p.N * in_packs) / a.bin_chunks, (i - p.N * in_packs) % a.bin_chunks, false);
-    }
     if (bins > 0) {
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < p.N; ++n) bin_positions(a, n);

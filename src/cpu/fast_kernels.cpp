@@ -179,6 +179,13 @@ HWY_INLINE hn::Vec<DF> LoadPoints(DF df, const S* base, int64_t stride, size_t c
     for (size_t i = 0; i < count; ++i) buf[i] = base[int64_t(i) * stride];
     return Promote16(df, buf);
   } else {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    // NOTE [ Masked row ends ]: x86's masked loads and stores (AVX2 vmaskmov, AVX-512 masks)
+    // touch only the lanes asked for, so a partial row needs no staging buffer, whose copy
+    // loops cost more than the taps themselves for rows of C < N channels (C = 8 with AVX-512).
+    // Highway's generic MaskedLoad reads the whole vector, hence x86 only.
+    if (stride == 1) return hn::MaskedLoad(hn::FirstN(df, count), df, base);
+#endif
     alignas(64) T buf[kMaxLanes<DF>] = {};
     for (size_t i = 0; i < count; ++i) buf[i] = base[int64_t(i) * stride];
     return hn::Load(df, buf);
@@ -209,6 +216,11 @@ HWY_INLINE void StorePoints(DF df, hn::Vec<DF> v, S* base, int64_t stride, size_
       return Demote16(df, v, base);
     }
   }
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  if constexpr (std::is_same_v<S, T>) {
+    if (stride == 1) return hn::BlendedStore(v, hn::FirstN(df, count), df, base);  // NOTE above
+  }
+#endif
   alignas(64) T buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
   hn::Store(v, df, buf);
   for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = Elem<S>::store(buf[i]);
@@ -1319,6 +1331,108 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   if (a.acc_in_workspace) Unpack<S, D>(a, n, acc, 0, C, z0, z1);
 }
 
+// inputGrad for slab s of item n straight from the grid and gradOutput (NOTE [ Direct slabs ] in
+// fast.cpp): the chunks of points whose binning count for the slab is non-zero, in point order,
+// vector by vector, skipping vectors without a tap inside the slab; each point adds its taps
+// inside the slab in cpu:ref's order, as Slab does from the lists. With Args::direct_grid_grad
+// (the input and the accumulator share their offsets), gridGrad of the chunks whose first slab
+// is s comes from the same tap tables.
+template <class S, int D, int NT>
+void SlabDirect(const Args& a, int64_t n, int64_t s) {
+  using DF = DFOf<S>;
+  using T = TOf<S>;
+  using Table = TapTable<DF, D, NT>;
+  constexpr int kTaps = Table::kTaps;
+  constexpr int kZStride = kTaps / NT;
+  const DF df;
+  const DIOf<DF> di;
+  const size_t N = hn::Lanes(df);
+  const Problem& p = *a.p;
+  const int64_t C = p.C, os1 = p.out.stride[1];
+  const int64_t z0 = s * a.slab_len, z1 = std::min(a.size[D - 1], z0 + a.slab_len);
+  T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
+  ZeroRegion<T, D>(a, acc, 0, C, z0, z1);
+  const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
+  const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+  const int32_t* counts = a.bin_pos + n * a.bin_chunks * a.slabs;
+  // gradOutput of a vector as AddTaps reads it: in place, or staged (as rows of C channels, or
+  // as C vectors of points) when its layout or type differs from the accumulator's.
+  const bool in_place = std::is_same_v<S, T> && (!a.rows_acc || os1 == 1);
+  std::vector<T> stage(in_place ? 0 : size_t(C) * N);
+  const int64_t ps = in_place ? a.inner_feat : (a.rows_acc ? C : 1);
+  const int64_t cs = a.rows_acc ? 1 : (in_place ? os1 : int64_t(N));
+  PointVector<DF, D, NT> q;
+  alignas(64) TIOf<DF> inside[kTaps][kMaxLanes<DF>];
+  alignas(64) TIOf<DF> all_inside[kMaxLanes<DF>];
+  alignas(64) T prod[kTaps][kMaxLanes<DF>] = {};
+  const Lanes<DF> lo(z0), hi(z1);
+  for (int64_t ch = 0; ch < a.bin_chunks; ++ch) {
+    const int32_t* cnt = counts + ch * a.slabs;
+    if (cnt[s] == 0) continue;
+    // gridGrad of a chunk is computed with its first slab.
+    const bool home =
+        a.direct_grid_grad && std::all_of(cnt, cnt + s, [](int32_t c) { return c == 0; });
+    const int64_t o0 = ch * a.bin_chunk, o1 = std::min(a.points, o0 + a.bin_chunk);
+    auto vector = [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
+      Lanes<DF> g[D];
+      LoadGrid<DF, S, D>(df, a, grid, go, count, g);
+      if (!home) {  // a look along the outermost axis first: is any tap inside the slab?
+        AxisLanes<DF, NT> ax;
+        const LaneMask<DF> ok =
+            AxisTapsV<DF, NT>(g[D - 1], a.size[D - 1], p.padding, p.align_corners, &ax);
+        LaneMask<DF> hit{hn::FirstN(df, 0)};
+        for (int k = 0; k < NT; ++k) hit = hit | (ax.ok[k] & (ax.pos[k] >= lo) & (ax.pos[k] < hi));
+        if (hn::AllFalse(df, hn::And(hn::And(ok.m, hit.m), hn::FirstN(df, count)))) return;
+      }
+      BuildTaps<DF, D, NT>(a, g, count, a.acc_sp, home && NT != 1, &q.tab);
+      q.count = count;
+      q.fo = fo;
+      q.ggo = ggo;
+      LaneMask<DF> zin[NT];
+      for (int k = 0; k < NT; ++k) {
+        const Lanes<DF> z(hn::Load(df, q.tab.zpos[k]));
+        zin[k] = (z >= lo) & (z < hi);
+      }
+      auto all = hn::FirstN(df, count);
+      for (int t = 0; t < kTaps; ++t) {
+        const auto m = hn::And(ValidMask(df, q.tab, t), zin[t / kZStride].m);
+        hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, inside[t]);
+        all = hn::And(all, m);
+      }
+      hn::Store(hn::BitCast(di, hn::VecFromMask(df, all)), di, all_inside);
+      const T* go_rows = nullptr;
+      if constexpr (std::is_same_v<S, T>) {
+        if (home) {
+          S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
+          if constexpr (NT == 1) {
+            hn::Vec<DF> zero[D];
+            for (int d = 0; d < D; ++d) zero[d] = hn::Zero(df);
+            StoreGridGrad<DF, S, D>(df, a, zero, gg, ggo, count);
+          } else {
+            const S* in = reinterpret_cast<const S*>(a.in) + n * a.in_n;
+            GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
+          }
+        }
+        go_rows = gout + fo;
+      }
+      if (!in_place) {
+        if (a.rows_acc) {
+          PlanesToRows(df, gout + fo, a.inner_feat, os1, count, C,
+                       [&](size_t j, auto&& f) HWY_ATTR { f(stage.data() + int64_t(j) * C); });
+        } else {
+          for (int64_t c = 0; c < C; ++c)
+            hn::StoreU(LoadPoints(df, gout + fo + c * os1, a.inner_feat, count), df,
+                       stage.data() + c * int64_t(N));
+        }
+        go_rows = stage.data();
+      }
+      AddTaps<DF, D, NT>(a, acc, q.tab, inside, all_inside, go_rows, ps, cs, count, prod);
+    };
+    ForEachVector(a, o0, o1, N, vector);
+  }
+  if (a.acc_in_workspace) Unpack<S, D>(a, n, acc, 0, C, z0, z1);
+}
+
 // Both gradients of item n in one pass over its points, in point order (NOTE [ Item backward ] in
 // fast.cpp): the input and the accumulator share their offsets, so one tap table serves the
 // gridGrad sums and the inputGrad updates. FLOAT and DOUBLE, the accumulator in the view.
@@ -1354,8 +1468,8 @@ void Item(const Args& a, int64_t n) {
 
 template <class S, int D, int NT>
 Kernels Make() {
-  return {&Pack<S, D>,     &Forward<S, D, NT>, &GridGrad<S, D, NT>,        &Bin<S, D, NT>,
-          &Slab<S, D, NT>, &Item<S, D, NT>,    hwy::TargetName(HWY_TARGET)};
+  return {&Pack<S, D>,     &Forward<S, D, NT>,    &GridGrad<S, D, NT>, &Bin<S, D, NT>,
+          &Slab<S, D, NT>, &SlabDirect<S, D, NT>, &Item<S, D, NT>,     hwy::TargetName(HWY_TARGET)};
 }
 
 template <class S, int D>

@@ -51,6 +51,8 @@ struct Args {
   // that the binning writes one stream per slab and a slab reads its points' data in sequence.
   char* payload = nullptr;
   int64_t entry = 0;
+  // Direct slabs (NOTE [ Direct slabs ] in fast.cpp): gridGrad computed with the slabs.
+  bool direct_grid_grad = false;
 
   // Output points of one batch item, flattened over the output spatial dims, are visited as rows:
   // `row_len` consecutive points whose grid, feature (out or gradOutput) and gridGrad offsets are
@@ -78,6 +80,10 @@ struct Kernels {
   // listed point adds its taps inside the slab, in list order, then the region is copied or
   // rounded into inputGrad if the accumulator is in the workspace.
   void (*slab)(const Args& a, int64_t n, int64_t s);
+  // The same for a coherent grid, without the lists (NOTE [ Direct slabs ] in fast.cpp): the
+  // points of the chunks whose count for slab s is non-zero, read from the grid and gradOutput;
+  // with direct_grid_grad, also gridGrad of the chunks whose first slab is s.
+  void (*slab_direct)(const Args& a, int64_t n, int64_t s);
   // Both gradients of item n in one pass, in point order (FLOAT and DOUBLE, the accumulator in
   // the inputGrad view with the input's strides): the work of its gridGrad and slab calls.
   void (*item)(const Args& a, int64_t n);
