@@ -63,7 +63,8 @@ options:
   --out DIR        output folder (default: out), created if missing
   --levels N       resolution levels, 1 to 6 (default 3)
   --iters LIST     iterations per level, coarsest first: one number for every level, or one per
-                   level, e.g. 200,100,50 (default: 200 at the coarsest, halving per level)
+                   level, e.g. 200,100,50 (default: 100 at the coarsest, halving per level,
+                   at least 25)
   --transform T    svf (default: stationary velocity field, u = exp(v)) or displacement
   --metric M       lncc (default: local normalised cross-correlation) or ssd (sum of squared
                    differences: same scanner and contrast, e.g. a known-field pair)
@@ -267,7 +268,7 @@ Options parse(int argc, const char* const* argv) {
   }
   if (o.iters.empty()) {
     o.reg.iters.clear();
-    for (size_t l = 0; l < levels; ++l) o.reg.iters.push_back(std::max(25, 200 >> l));
+    for (size_t l = 0; l < levels; ++l) o.reg.iters.push_back(std::max(25, 100 >> l));
   } else if (o.iters.size() == 1) {
     o.reg.iters.assign(levels, o.iters[0]);
   } else if (o.iters.size() == levels) {

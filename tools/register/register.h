@@ -38,8 +38,8 @@ const char* transform_name(Transform t);
 
 struct RegisterOptions {
   int levels = 3;
-  std::vector<int> iters = {200, 100, 50};  // one count per level, coarsest first
-  double learning_rate = 0.3;               // voxels of the current level per Adam step
+  std::vector<int> iters = {100, 50, 25};  // one count per level, coarsest first
+  double learning_rate = 0.3;              // voxels of the current level per Adam step
   Transform transform = Transform::SVF;
   Metric metric = Metric::LNCC;
   int window = 9;  // LNCC window side, voxels (odd): ANTs' SyN CC radius 4
