@@ -44,18 +44,6 @@ def get_num_threads():
     return _override
 
 
-# Workaround, until the library is fixed: with an empty output grid and more than one thread,
-# the library's cpu:fast backward leaves a requested inputGrad unzeroed or crashes (found
-# 2026-12-01 by tests/python/test_api.py::test_library_empty_grid_threads, an xfail that
-# passes once the library is fixed; then remove this). Such calls have no work, so one
-# thread costs nothing.
-EMPTY_GRID_THREADS = 1
-
-
-def numpy_threads(grid):
-    return EMPTY_GRID_THREADS if grid.size == 0 else _override
-
-
 def mode_index(mode, padding_mode, where):
     try:
         m = MODES[mode]

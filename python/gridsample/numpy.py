@@ -89,7 +89,7 @@ def grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=Fa
     cl = _layout(layout)
     x, grid = _array(x, "x"), _array(grid, "grid")
     o = _out(out, _out_shape(x, grid, cl), x.dtype, "out")
-    _ext.forward(x, grid, o, m, p, bool(align_corners), cl, _common.numpy_threads(grid))
+    _ext.forward(x, grid, o, m, p, bool(align_corners), cl, _common._override)
     return o
 
 
@@ -111,5 +111,5 @@ def grid_sample_backward(grad_out, x, grid, mode="bilinear", padding_mode="zeros
     if want_x or want_grid:
         _out_shape(x, grid, cl)
         _ext.backward(grad_out, x, grid, gx, gg, m, p, bool(align_corners), cl,
-                      _common.numpy_threads(grid))
+                      _common._override)
     return gx, gg

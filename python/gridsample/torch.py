@@ -26,8 +26,6 @@ _WHERE = "nn.functional.grid_sample()"
 
 
 def _threads(grid):
-    if grid.numel() == 0:  # see _common.EMPTY_GRID_THREADS
-        return _common.EMPTY_GRID_THREADS
     return _common._override or torch.get_num_threads()
 
 

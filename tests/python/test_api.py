@@ -469,12 +469,10 @@ assert not ig.any(), "inputGrad not zeroed"
 
 
 @pytest.mark.parametrize("nd,n,c", [(2, 1, 2), (2, 3, 2), (3, 3, 0), (3, 1, 0)])
-@pytest.mark.xfail(strict=False, reason="library bug (cpu:fast, >1 thread, empty output grid): "
-                   "inputGrad left unzeroed or a crash; worked around in _common.EMPTY_GRID_THREADS")
 def test_library_empty_grid_threads(nd, n, c):
-    """Calls the extension directly with 2 threads, in a child process (it may crash). Not
-    strict: the failure depends on timing (each case failed 3 of 3 runs alone, not always
-    under pytest). When these pass for good, the library is fixed: remove the workaround."""
+    """The extension called directly with 2 threads, in a child process (it crashed): an empty
+    output grid zeroes a requested inputGrad. The library's cpu:fast backward left it unzeroed
+    or crashed until 5695201 (found here first, 2026-12-01)."""
     r = subprocess.run([sys.executable, "-c", _EMPTY_GRID, str(nd), str(n), str(c)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, (r.returncode, r.stderr[-300:])
@@ -482,7 +480,7 @@ def test_library_empty_grid_threads(nd, n, c):
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_empty_grid_any_threads(threads):
-    """Through the package (with the workaround): zeros, never a crash, any thread count."""
+    """Through the package: zeros, never a crash, any thread count."""
     gridsample.set_num_threads(threads)
     for nd in (2, 3):
         for n in (1, 3):
