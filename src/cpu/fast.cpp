@@ -441,10 +441,12 @@ void run(const Problem& p, void* ws) {
     return;
   }
 
-  auto say = [&](const char* path, double cost = 0) {
-    if (verbose())
-      std::fprintf(stderr, "gridsample: cpu:fast bwd %s: %s (scan/entries %.2f)\n", p.str().c_str(),
-                   path, cost);
+  // GRIDSAMPLE_VERBOSE: the backward path taken, with the ratio that chose between the slab paths.
+  auto say = [&](const char* path, double cost = -1) {
+    if (!verbose()) return;
+    std::fprintf(stderr, "gridsample: cpu:fast bwd %s: %s", p.str().c_str(), path);
+    if (cost >= 0) std::fprintf(stderr, " (scan/entries %.2f)", cost);
+    std::fputc('\n', stderr);
   };
   if (item_backward(p, a, run_threads())) {
     say("item backward");
