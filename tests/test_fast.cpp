@@ -231,6 +231,16 @@ int set_threads(int n) {
   return saved;
 }
 
+// out and inputGrad bit-identical to cpu:ref's, gridGrad within NOTE [ gridGrad tolerance ].
+void expect_same_as_ref(const Case& c, const Inputs& in, const Outputs& fast, const Outputs& ref) {
+  EXPECT_TRUE(same_bits(fast.out, ref.out)) << "out";
+  EXPECT_TRUE(same_bits(fast.ig, ref.ig)) << "inputGrad";
+  EXPECT_EQ(
+      grid_grad_mismatch(c.dt, fast.gg, ref.gg, grid_grad_floor(in.x, in.go, c.C, c.in, c.m.align)),
+      "")
+      << "gridGrad";
+}
+
 // cpu:fast against cpu:ref, with 1 thread and with 3: with as many items as threads, the backward
 // runs one call per item (NOTE [ Item backward ] in src/cpu/fast.cpp), else through slabs.
 void check_case(const Case& c, const std::string& target) {
@@ -241,13 +251,7 @@ void check_case(const Case& c, const std::string& target) {
   for (int threads : {1, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     set_threads(threads);
-    const Outputs fast = run(c, in, "cpu:fast");
-    EXPECT_TRUE(same_bits(fast.out, ref.out)) << "out";
-    EXPECT_TRUE(same_bits(fast.ig, ref.ig)) << "inputGrad";
-    EXPECT_EQ(grid_grad_mismatch(c.dt, fast.gg, ref.gg,
-                                 grid_grad_floor(in.x, in.go, c.C, c.in, c.m.align)),
-              "")
-        << "gridGrad";
+    expect_same_as_ref(c, in, run(c, in, "cpu:fast"), ref);
   }
   set_threads(saved);
 }
@@ -419,12 +423,7 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       const std::string log = ::testing::internal::GetCapturedStderr();
       unsetenv("GRIDSAMPLE_VERBOSE");
       EXPECT_NE(log.find(coherent ? "direct slabs" : "listed slabs"), std::string::npos) << log;
-      EXPECT_TRUE(same_bits(fast.out, ref.out)) << "out";
-      EXPECT_TRUE(same_bits(fast.ig, ref.ig)) << "inputGrad";
-      EXPECT_EQ(grid_grad_mismatch(c.dt, fast.gg, ref.gg,
-                                   grid_grad_floor(in.x, in.go, c.C, c.in, c.m.align)),
-                "")
-          << "gridGrad";
+      expect_same_as_ref(c, in, fast, ref);
     }
   }
   set_threads(saved);
