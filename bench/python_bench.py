@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """gridsample's Python package against torch.nn.functional.grid_sample, in one process.
 
-For each case of the suite (tools/bench_vs_torch.py's CASES) it times, with the same thread count
+For each of issue 3's random-grid cases of the suite (bench/gridsample_bench.cpp, `--gs_list`) it
+times, with the same thread count
 for both sides and in turns:
     fwd      gridsample.grid_sample(x, grid)               vs F.grid_sample(x, grid)
     fwd+bwd  the same through autograd: out = f(x, grid); out.backward(go), with x and grid
@@ -35,7 +36,7 @@ import torch.nn.functional as F
 import gridsample
 from gridsample import _ext
 
-# The suite's cases, as tools/bench_vs_torch.py (issue 3) defines them:
+# Issue 3's cases of the suite (their problem strings: bench/gridsample_bench --gs_list):
 # name: (dims, N, C, input size, output size, mode, padding, align_corners, dtype, channel_last)
 CASES = {
     "3d_bilinear_c16_64": (3, 1, 16, 64, 64, 0, 0, False, "f32", False),
