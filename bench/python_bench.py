@@ -2,8 +2,7 @@
 """gridsample's Python package against torch.nn.functional.grid_sample, in one process.
 
 For each of issue 3's random-grid cases of the suite (bench/gridsample_bench.cpp, `--gs_list`) it
-times, with the same thread count
-for both sides and in turns:
+times, with the same thread count for both sides and in turns:
     fwd      gridsample.grid_sample(x, grid)               vs F.grid_sample(x, grid)
     fwd+bwd  the same through autograd: out = f(x, grid); out.backward(go), with x and grid
              requiring gradients (one backward call computing both)
