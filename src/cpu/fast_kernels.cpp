@@ -1278,6 +1278,30 @@ HWY_INLINE void AddTaps(const Args& a, hn::TFromD<DF>* acc, const TapTable<DF, D
   }
 }
 
+// Per tap and lane, whether the tap of `tab` is valid and inside the slab [z0, z1) of the
+// outermost axis; per lane, whether all its taps are (the common case).
+template <class DF, int D, int NT>
+HWY_INLINE void InsideSlab(const TapTable<DF, D, NT>& tab, int64_t z0, int64_t z1,
+                           TIOf<DF> (*inside)[kMaxLanes<DF>], TIOf<DF>* all_inside) {
+  constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+  constexpr int kZStride = kTaps / NT;  // taps per outermost-axis tap
+  const DF df;
+  const DIOf<DF> di;
+  const Lanes<DF> lo(z0), hi(z1);
+  LaneMask<DF> zin[NT];
+  for (int k = 0; k < NT; ++k) {
+    const Lanes<DF> z(hn::Load(df, tab.zpos[k]));
+    zin[k] = (z >= lo) & (z < hi);
+  }
+  auto all = hn::FirstN(df, hn::Lanes(df));
+  for (int t = 0; t < kTaps; ++t) {
+    const auto m = hn::And(ValidMask(df, tab, t), zin[t / kZStride].m);
+    hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, inside[t]);
+    all = hn::And(all, m);
+  }
+  hn::Store(hn::BitCast(di, hn::VecFromMask(df, all)), di, all_inside);
+}
+
 // inputGrad for slab s of item n (NOTE [ Slabs ] in fast.cpp).
 template <class S, int D, int NT>
 void Slab(const Args& a, int64_t n, int64_t s) {
@@ -1285,7 +1309,6 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   using T = TOf<S>;
   using Table = TapTable<DF, D, NT>;
   const DF df;
-  const DIOf<DF> di;
   const size_t N = hn::Lanes(df);
   const int64_t C = a.p->C;
   const int64_t z0 = s * a.slab_len, z1 = std::min(a.size[D - 1], z0 + a.slab_len);
@@ -1297,7 +1320,6 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   const int64_t e0 = a.slab_begin[n * (a.slabs + 1) + s];
   const int64_t e1 = a.slab_begin[n * (a.slabs + 1) + s + 1];
   constexpr int kTaps = Table::kTaps;
-  constexpr int kZStride = kTaps / NT;  // taps per outermost-axis tap
   const int64_t acc_row_bytes = (a.rows_acc ? C : 1) * int64_t(sizeof(T));
   // Single elements: only the first tap along x, whose neighbour shares its cache line but for 1
   // in 16 (as in the forward).
@@ -1322,19 +1344,7 @@ void Slab(const Args& a, int64_t n, int64_t s) {
     Lanes<DF> g[D];
     for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, pay + e * E + d, E, q.count);
     BuildTaps<DF, D, NT>(a, g, q.count, a.acc_sp, false, &q.tab);
-    const Lanes<DF> lo(z0), hi(z1);
-    LaneMask<DF> zin[NT];
-    for (int k = 0; k < NT; ++k) {
-      const Lanes<DF> z(hn::Load(df, q.tab.zpos[k]));
-      zin[k] = (z >= lo) & (z < hi);
-    }
-    auto all = hn::FirstN(df, N);
-    for (int t = 0; t < kTaps; ++t) {
-      const auto m = hn::And(ValidMask(df, q.tab, t), zin[t / kZStride].m);
-      hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, q.inside[t]);
-      all = hn::And(all, m);
-    }
-    hn::Store(hn::BitCast(di, hn::VecFromMask(df, all)), di, q.all_inside);
+    InsideSlab(q.tab, z0, z1, q.inside, q.all_inside);
     PrefetchRows<true>(acc, q.tab, tap_step, q.count, acc_row_bytes);
   };
 
@@ -1366,9 +1376,7 @@ void SlabDirect(const Args& a, int64_t n, int64_t s) {
   using T = TOf<S>;
   using Table = TapTable<DF, D, NT>;
   constexpr int kTaps = Table::kTaps;
-  constexpr int kZStride = kTaps / NT;
   const DF df;
-  const DIOf<DF> di;
   const size_t N = hn::Lanes(df);
   const Problem& p = *a.p;
   const int64_t C = p.C, os1 = p.out.stride[1];
@@ -1411,18 +1419,7 @@ void SlabDirect(const Args& a, int64_t n, int64_t s) {
       q.count = count;
       q.fo = fo;
       q.ggo = ggo;
-      LaneMask<DF> zin[NT];
-      for (int k = 0; k < NT; ++k) {
-        const Lanes<DF> z(hn::Load(df, q.tab.zpos[k]));
-        zin[k] = (z >= lo) & (z < hi);
-      }
-      auto all = hn::FirstN(df, count);
-      for (int t = 0; t < kTaps; ++t) {
-        const auto m = hn::And(ValidMask(df, q.tab, t), zin[t / kZStride].m);
-        hn::Store(hn::BitCast(di, hn::VecFromMask(df, m)), di, inside[t]);
-        all = hn::And(all, m);
-      }
-      hn::Store(hn::BitCast(di, hn::VecFromMask(df, all)), di, all_inside);
+      InsideSlab(q.tab, z0, z1, inside, all_inside);
       const T* go_rows = nullptr;
       if constexpr (std::is_same_v<S, T>) {
         if (home) {
