@@ -351,15 +351,21 @@ def test_numpy_errors_write_nothing():
 
 # The patch switch.
 
-def test_patch_unpatch_context(monkeypatch):
+def _count_calls(monkeypatch, name):
+    """Wraps gridsample._ext.NAME; the returned list grows by one per call."""
     calls = []
-    real = gridsample._ext.forward
+    real = getattr(gridsample._ext, name)
 
     def spy(*args):
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(gridsample._ext, "forward", spy)
+    monkeypatch.setattr(gridsample._ext, name, spy)
+    return calls
+
+
+def test_patch_unpatch_context(monkeypatch):
+    calls = _count_calls(monkeypatch, "forward")
     x, grid = _pair()
     original = F.grid_sample
     F.grid_sample(x, grid, align_corners=False)
@@ -406,14 +412,7 @@ class SpatialTransformer(torch.nn.Module):
 
 
 def test_patch_voxelmorph_spatial_transformer(monkeypatch):
-    calls = []
-    real = gridsample._ext.backward
-
-    def spy(*args):
-        calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(gridsample._ext, "backward", spy)
+    calls = _count_calls(monkeypatch, "backward")
     g = torch.Generator().manual_seed(3)
     st = SpatialTransformer((12, 10, 14))
     src = torch.randn(1, 2, 12, 10, 14, generator=g)
@@ -432,14 +431,7 @@ def test_patch_monai_rand3delastic(monkeypatch):
     monai = pytest.importorskip("monai")
     from monai.transforms import Rand3DElastic
 
-    calls = []
-    real = gridsample._ext.forward
-
-    def spy(*args):
-        calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(gridsample._ext, "forward", spy)
+    calls = _count_calls(monkeypatch, "forward")
     img = torch.rand(2, 20, 24, 16)
 
     def run():
