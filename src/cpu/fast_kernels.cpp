@@ -664,12 +664,12 @@ HWY_INLINE void PrefetchRows(const E* base, const Table& tab, int tap_step, size
 }
 
 // NOTE [ Coherent vectors ]: whether the first taps of a vector of points lie more than
-// kNearBytes apart (in elements of the tensor the offsets index, about 4 KiB). On a coherent grid
-// (registration, flow, affine) the points of a vector read neighbouring rows that the caches and
-// the hardware prefetchers bring in, and a software prefetch per tap and lane costs more than it
-// saves (2D warp C = 3 forward, 1 thread: 3.9 -> 3.1 ms; a 3D warp C = 2 forward loses about 5%,
-// and prefetching only the last lane's rows was slower still). On a random grid the taps scatter
-// and every row is prefetched. The test only decides hints, never results.
+// kNearBytes apart (in elements of the tensor the offsets index, about 4 KiB), for the rows that
+// PointPipeline reads ahead (NOTE [ Taps ahead ]). On a coherent grid (registration, flow,
+// affine) the points of a vector read neighbouring rows that the caches and the hardware
+// prefetchers bring in, and a software prefetch per tap and lane costs more than it saves; on a
+// random grid the taps scatter and every row is prefetched. The test only decides hints, never
+// results.
 template <class DF, class Table>
 HWY_INLINE bool Scattered(const Table& tab, size_t count) {
   const DIOf<DF> di;
@@ -684,6 +684,24 @@ HWY_INLINE bool Scattered(const Table& tab, size_t count) {
   return spread * int64_t(sizeof(hn::TFromD<DF>)) > kNearBytes;
 }
 
+// NOTE [ Taps ahead ]: PointPipeline computes the taps of a vector of points kAhead vectors before
+// it processes it and prefetches their input rows in between, so that the rows of a grid that
+// jumps around the input arrive in time. That pays for rows of several channels (random 2D
+// grid, C = 16 rows: 5.0 -> 4.3 ms without -> with, 1 thread), but not for single elements,
+// whose gathers already issue every lane's load at once: there the prefetch loop costs more than
+// it saves, even on random grids (Intel Xeon, AVX-512, 1 thread, forward, without -> with:
+// random 2D C = 2 512^2 1.87 -> 2.71 ms, random 3D C = 2 64^3 3.43 -> 5.29 ms, 3D warp C = 2
+// 5.0 -> 10.0 ms; not measured on AMD). Nor where one item's input is at most kCachedBytes,
+// which stays in L2 after its first reads in whatever order (2D bicubic C = 2, 16 x 224: 0.087
+// -> 0.057 ms). Those compute each vector's taps right before using them. The choice decides
+// only the order of independent reads, never results.
+template <class S, class SI>
+HWY_INLINE bool TapsAhead(const Args& a, int64_t row_bytes) {
+  constexpr int64_t kCachedBytes = int64_t(1) << 19;
+  return row_bytes > int64_t(sizeof(SI)) &&
+         a.p->C * a.p->in_points() * int64_t(sizeof(SI)) > kCachedBytes;
+}
+
 // A vector of output points with its taps, as PointPipeline hands it over.
 template <class DF, int D, int NT>
 struct PointVector {
@@ -693,10 +711,9 @@ struct PointVector {
 };
 
 // Calls process(v) for the vectors of output points [o0, o1) of item n, in order, with their taps
-// in the strides of Args::in (with weight derivatives if want_wg). Grids that jump around the
-// input make every tap a cache miss: the taps of a vector are computed kAhead vectors before it
-// is processed, and its input rows prefetched (and, given `acc`, the rows at the same offsets
-// there, for writing).
+// in the strides of Args::in (with weight derivatives if want_wg). Where it pays (NOTE [ Taps
+// ahead ]), the taps of a vector are computed kAhead vectors before it is processed and its input
+// rows prefetched (and, given `acc`, the rows at the same offsets there, for writing).
 template <class S, class SI, int D, int NT, class Process>
 HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, bool want_wg,
                               Process&& process, const SI* acc = nullptr) {
@@ -707,20 +724,32 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
   const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
   constexpr int kAhead = 2;
   PointVector<DF, D, NT> ring[kAhead + 1];
-  int64_t issued = 0, done = 0;
+  auto fill = [&](PointVector<DF, D, NT>& q, size_t count, int64_t go, int64_t fo, int64_t ggo)
+                  HWY_ATTR {
+                    Lanes<DF> g[D];
+                    LoadGrid<DF, S, D>(DF(), a, grid, go, count, g);
+                    BuildTaps<DF, D, NT>(a, g, count, a.in_sp, want_wg, &q.tab);
+                    q.count = count;
+                    q.fo = fo;
+                    q.ggo = ggo;
+                  };
   const int64_t row_bytes = (a.in_c == 1 ? p.C : 1) * int64_t(sizeof(SI));
+  if (!TapsAhead<S, SI>(a, row_bytes)) {  // NOTE [ Taps ahead ]
+    ForEachVector(a, o0, o1, N,
+                  [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
+                    fill(ring[0], count, go, fo, ggo);
+                    process(ring[0]);
+                  });
+    return;
+  }
+  int64_t issued = 0, done = 0;
   // Every tap's row (an invalid tap's offset is 0: harmless); for single elements only the first
   // tap along x, whose neighbour shares its cache line but for 1 in 16.
   const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;
   ForEachVector(a, o0, o1, N,
                 [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
                   PointVector<DF, D, NT>& q = ring[issued % (kAhead + 1)];
-                  Lanes<DF> g[D];
-                  LoadGrid<DF, S, D>(DF(), a, grid, go, count, g);
-                  BuildTaps<DF, D, NT>(a, g, count, a.in_sp, want_wg, &q.tab);
-                  q.count = count;
-                  q.fo = fo;
-                  q.ggo = ggo;
+                  fill(q, count, go, fo, ggo);
                   if (Scattered<DF>(q.tab, count)) {  // NOTE [ Coherent vectors ]
                     PrefetchRows<false>(in, q.tab, tap_step, count, row_bytes);
                     if (acc != nullptr) PrefetchRows<true>(acc, q.tab, tap_step, count, row_bytes);
