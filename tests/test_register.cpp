@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -245,8 +246,8 @@ TEST(Cli, BadInputEndsInOneLineErrorAndNonZeroStatus) {
   expect_one_line_error(cli({"--fixed", dir / "small.nii", "--moving", dir / "small.nii", out}),
                         "3x4x4");
   expect_one_line_error(cli({"--out", "/proc/gsreg-cannot-be-created"}), "output folder");
-  // A truncated file and a 4-D file: one line each, status 1. (NaN voxels cannot be tested
-  // here: the NIfTI library itself reads them as 0.)
+  // A truncated file and a 4-D file: one line each, status 1 (NaN voxels:
+  // Nifti.NonFiniteVoxelsAreAnError).
   write_nifti(dir / "good.nii", test_volume({8, 8, 8}));
   fs::copy_file(dir / "good.nii", dir / "truncated.nii");
   fs::resize_file(dir / "truncated.nii", fs::file_size(dir / "good.nii") - 100);
@@ -757,4 +758,47 @@ TEST(Register, AffineStageRecoversAKnownMatrix) {
         }
       }
   EXPECT_LT(worst, 0.3);
+}
+
+// A NaN or an infinity in a float file is a one-line error, not a silent 0 (the NIfTI library
+// would zero it: NOTE [ Non-finite voxels ]); float64 and gzipped files too.
+TEST(Nifti, NonFiniteVoxelsAreAnError) {
+  TempDir dir;
+  Volume v = test_volume({8, 8, 8});
+  write_nifti(dir / "good.nii.gz", v);
+  EXPECT_EQ(read_nifti(dir / "good.nii.gz").data, v.data);
+  v.data[77] = std::nanf("");
+  v.data[300] = INFINITY;
+  write_nifti(dir / "nan.nii", v);
+  write_nifti(dir / "nan.nii.gz", v);
+  for (const std::string name : {"nan.nii", "nan.nii.gz"}) {
+    const CliRun r =
+        cli({"--fixed", dir / name, "--moving", dir / "good.nii.gz", "--out", dir / "out"});
+    expect_one_line_error(r, "2 of 512 voxels are not finite");
+    EXPECT_EQ(r.status, 1);
+  }
+  // The same file as float64, byte for byte what the library would read.
+  {
+    std::ifstream in(dir / "nan.nii", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GE(bytes.size(), 352u + 512u * 4u);
+    std::string out = bytes.substr(0, 352);
+    const int16_t datatype = 64, bitpix = 64;  // NIFTI_TYPE_FLOAT64
+    std::memcpy(&out[70], &datatype, 2);
+    std::memcpy(&out[72], &bitpix, 2);
+    for (size_t k = 0; k < 512; ++k) {
+      float f;
+      std::memcpy(&f, &bytes[352 + 4 * k], 4);
+      const double x = f;
+      out.append(reinterpret_cast<const char*>(&x), 8);
+    }
+    std::ofstream(dir / "nan64.nii", std::ios::binary) << out;
+  }
+  try {
+    read_nifti(dir / "nan64.nii");
+    ADD_FAILURE() << "a float64 file with a NaN was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 of 512 voxels are not finite"), std::string::npos)
+        << e.what();
+  }
 }
