@@ -586,7 +586,8 @@ options:
   --field FIELD    field.nii.gz of a registration
   --moving M       volume to warp (NIfTI), on any grid
   --out W          output NIfTI (.nii or .nii.gz)
-  --interp I       linear (default, intensities) or nearest (label maps: values are kept)
+  --interp I       linear (default, intensities), nearest (label maps: values are kept) or
+                   cubic (tricubic, Keys A = -0.75: sharper, may overshoot at edges)
   --threads N      threads
 exit status: 0 success, 1 failure, 2 bad usage.
 )";
@@ -617,8 +618,10 @@ static int run_apply(int argc, const char* const* argv, std::ostream& out, std::
           interp = Interp::Linear;
         else if (v == "nearest")
           interp = Interp::Nearest;
+        else if (v == "cubic")
+          interp = Interp::Cubic;
         else
-          throw UsageError("--interp is linear or nearest, got '" + v + "'");
+          throw UsageError("--interp is linear, nearest or cubic, got '" + v + "'");
       } else if (arg == "--threads") {
         threads = int(parse_int(arg, next(), 1, 1024));
       } else {
