@@ -760,6 +760,92 @@ TEST(Register, AffineStageRecoversAKnownMatrix) {
   EXPECT_LT(worst, 0.3);
 }
 
+// The rigid stage recovers a known rotation and shift in world space on an anisotropic grid
+// (1 x 1 x 1.6 mm voxels): rotating voxel indices instead of millimetres would be off by
+// several voxels at the volume's edge. The shift (7 mm) is caught through the centres of mass.
+TEST(Register, RigidStageRecoversAKnownRotationOnAnAnisotropicGrid) {
+  Runtime rt;
+  Volume p = make_synthetic_pair(40, 0.0, 2).moving;
+  const Dims d = p.dims;
+  p.affine = identity4();
+  p.affine[2][2] = 1.6;
+  p.affine[0][3] = -12;
+  const double angles[3] = {0.05, -0.08, 0.12}, centre[3] = {7, 20, 30}, shift[3] = {5, -4, 3};
+  const Mat4 world = rigid_world(angles, centre, shift);
+  const Mat4 truth = multiply(inverse(p.affine), multiply(world, p.affine));
+  Volume fixed(d, p.affine);
+  fixed.data = sample(rt, p.data, d, 1, affine_grid(truth, d, nullptr), d, Padding::Zeros);
+  RegisterOptions opt;
+  opt.levels = 2;
+  opt.iters = {0, 0};
+  opt.metric = Metric::SSD;
+  opt.rigid_iters = {200, 100};
+  const RegisterResult r = register_volumes(rt, fixed, p, opt);
+  double worst = 0;
+  for (int64_t z = 8; z < 32; z += 4)
+    for (int64_t y = 8; y < 32; y += 4)
+      for (int64_t x = 8; x < 32; x += 4) {
+        const auto want = apply(truth, double(x), double(y), double(z));
+        const auto got = apply(r.affine, double(x), double(y), double(z));
+        for (size_t a = 0; a < 3; ++a) worst = std::max(worst, std::fabs(got[a] - want[a]));
+      }
+  EXPECT_LT(worst, 0.3);
+  // Rigid in millimetres: the world form of the result has orthonormal columns.
+  const Mat4 w = multiply(p.affine, multiply(r.affine, inverse(p.affine)));
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 3; ++j) {
+      double dot = 0;
+      for (size_t k = 0; k < 3; ++k) dot += w[k][i] * w[k][j];
+      EXPECT_NEAR(dot, i == j ? 1.0 : 0.0, 1e-5) << i << "," << j;
+    }
+  // With no linear stage the result is the identity map.
+  opt.rigid_iters.clear();
+  EXPECT_EQ(register_volumes(rt, fixed, p, opt).affine, identity4());
+}
+
+// With a linear stage the forward transform is x -> A (x + u(x)); its inverse y -> z + w(z)
+// (z = A^-1 y, w = exp(-v)) composes with it to the identity.
+TEST(Transform, InverseWithALinearStageComposesToIdentity) {
+  Runtime rt;
+  const Dims d{32, 30, 28};
+  const Field v = field_of(d, [](double x, double y, double z) { return wavy(2.0, x, y, z, 22); });
+  const Field u = exp_field(rt, v);
+  const double angles[3] = {0.06, 0.0, -0.1}, centre[3] = {15.5, 14.5, 13.5},
+               shift[3] = {2.0, -1.5, 1.0};
+  Mat4 a = rigid_world(angles, centre, shift);
+  a[0][0] *= 1.05;  // and a scaling
+  Field forward(d);
+  size_t i = 0;
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x, i += 3) {
+        const auto q =
+            apply(a, double(x) + u.data[i], double(y) + u.data[i + 1], double(z) + u.data[i + 2]);
+        forward.data[i] = float(q[0] - double(x));
+        forward.data[i + 1] = float(q[1] - double(y));
+        forward.data[i + 2] = float(q[2] - double(z));
+      }
+  const Field inv = inverse_transform(rt, v, d, a);
+  const Field plain = inverse_transform(rt, v, d);
+  std::vector<float> grid;
+  displaced_grid(forward, &grid);
+  const std::vector<float> inv_at = sample(rt, inv.data, d, 3, grid, d, Padding::Border);
+  const std::vector<float> plain_at = sample(rt, plain.data, d, 3, grid, d, Padding::Border);
+  double worst = 0, worst_plain = 0;
+  for (int64_t z = 8; z < d.z - 8; ++z)
+    for (int64_t y = 8; y < d.y - 8; ++y)
+      for (int64_t x = 8; x < d.x - 8; ++x) {
+        const size_t j = size_t(3 * ((z * d.y + y) * d.x + x));
+        for (size_t c = 0; c < 3; ++c) {
+          worst = std::max(worst, std::fabs(double(forward.data[j + c]) + inv_at[j + c]));
+          worst_plain =
+              std::max(worst_plain, std::fabs(double(forward.data[j + c]) + plain_at[j + c]));
+        }
+      }
+  EXPECT_LT(worst, 0.3);
+  EXPECT_GT(worst_plain, 1.0);  // ignoring the linear map is visibly wrong
+}
+
 // A NaN or an infinity in a float file is a one-line error, not a silent 0 (the NIfTI library
 // would zero it: NOTE [ Non-finite voxels ]); float64 and gzipped files too.
 TEST(Nifti, NonFiniteVoxelsAreAnError) {
@@ -801,6 +887,49 @@ TEST(Nifti, NonFiniteVoxelsAreAnError) {
     EXPECT_NE(std::string(e.what()).find("2 of 512 voxels are not finite"), std::string::npos)
         << e.what();
   }
+}
+
+// --linear and --pair-affine: a linear stage writes the inverse field too, a known affine pair's
+// true field is the affine map on top of the diffeomorphism, and bad uses are usage errors.
+TEST(Cli, LinearStagesAndKnownAffinePairs) {
+  TempDir dir;
+  const CliRun r = cli({"--size", "16", "--levels", "2", "--iters", "3", "--linear", "affine",
+                        "--out", dir / "lin"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "lin/inverse_field.nii.gz"));
+  EXPECT_NE(r.out.find("linear stages (coarse to fine): rigid 200, then affine 200"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("linear stages: rotation"), std::string::npos) << r.out;
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--linear", "similarity"}, {"--no-com"}, {"--pair-affine"}, {"--affine=1"}}) {
+    const CliRun e = cli(args);
+    expect_one_line_error(e, args[0].substr(0, args[0].find('=')));
+    EXPECT_EQ(e.status, 2) << args[0];
+  }
+  Runtime rt;
+  Volume img = make_synthetic_pair(32, 0.0, 4).moving;
+  const SyntheticPair plain = make_image_pair(rt, img, 0, 2.0, 9);
+  const SyntheticPair with = make_image_pair(rt, img, 0, 2.0, 9, true);
+  EXPECT_EQ(plain.affine, identity4());
+  ASSERT_NE(with.affine, identity4());
+  // truth = A (x + u(x)) - x with the same u as without the affine map.
+  double worst = 0, largest = 0;
+  size_t i = 0;
+  for (int64_t z = 0; z < 32; ++z)
+    for (int64_t y = 0; y < 32; ++y)
+      for (int64_t x = 0; x < 32; ++x, i += 3) {
+        const float* u = &plain.truth.data[i];
+        const auto q = apply(with.affine, double(x) + u[0], double(y) + u[1], double(z) + u[2]);
+        const double p[3] = {double(x), double(y), double(z)};
+        for (size_t a = 0; a < 3; ++a) {
+          worst = std::max(worst, std::fabs(q[a] - p[a] - with.truth.data[i + a]));
+          largest = std::max(largest, std::fabs(double(with.truth.data[i + a] - u[a])));
+        }
+      }
+  EXPECT_LT(worst, 1e-4);
+  EXPECT_GT(largest, 1.0);  // the affine map moves things by more than a voxel
+  EXPECT_EQ(with.fixed.data, warp(rt, with.moving, with.truth).data);
 }
 
 // apply --interp cubic samples through the operator's tricubic mode: it matches a direct

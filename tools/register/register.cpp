@@ -68,6 +68,17 @@ std::vector<float> smooth(const std::vector<float>& in, Dims d, const bool axes[
   return a;
 }
 
+// The map from normalised coordinates of a grid of size d to its voxel coordinates.
+Mat4 normalized_to_voxel(Dims d) {
+  Mat4 m = identity4();
+  for (size_t a = 0; a < 3; ++a) {
+    const double s = double(d[int(a)]);
+    m[a][a] = s / 2;
+    m[a][3] = (s - 1) / 2;
+  }
+  return m;
+}
+
 // Multiplies the components of an interleaved field by per-axis factors.
 void scale_components(std::vector<float>* field, const float s[3]) {
   float* p = field->data();
@@ -232,8 +243,23 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 
   const int32_t user_threads = gridsampleGetNumThreads();
   RegisterResult result;
-  if (!options.affine_iters.empty()) {
-    const Mat4 g = register_affine(rt, pf, pm, dims, options);
+  const bool linear = !options.rigid_iters.empty() || !options.affine_iters.empty();
+  if (linear) {
+    // The rigid stage's centre and starting translation (world mm): the fixed image's centre of
+    // mass, and the shift that takes it onto the moving one's.
+    const auto cf = center_of_mass(pf[0], fixed.dims), cm = center_of_mass(pm[0], fixed.dims);
+    const auto wf = apply(fixed.affine, cf[0], cf[1], cf[2]);
+    const auto wm = apply(fixed.affine, cm[0], cm[1], cm[2]);
+    const double centre[3] = {wf[0], wf[1], wf[2]};
+    double shift[3] = {0, 0, 0};
+    if (options.center_of_mass)
+      for (size_t a = 0; a < 3; ++a) shift[a] = wm[a] - wf[a];
+    const double no_rotation[3] = {0, 0, 0};
+    const Mat4 p = multiply(fixed.affine, normalized_to_voxel(dims[0]));
+    Mat4 g = multiply(inverse(p), multiply(rigid_world(no_rotation, centre, shift), p));
+    if (!options.rigid_iters.empty())
+      g = register_rigid(rt, pf, pm, dims, fixed.affine, centre, shift, options);
+    if (!options.affine_iters.empty()) g = register_affine(rt, pf, pm, dims, options, g);
     result.affine = affine_voxel(g, fixed.dims);
     // The moving pyramid through the affine map; the deformable stage starts from there.
     for (int l = 0; l < levels; ++l) {
@@ -351,7 +377,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   } else {
     result.field = std::move(param);
   }
-  if (!options.affine_iters.empty()) {
+  if (linear) {
     // d(x) = A (x + u(x)) - x.
     const Dims d = result.field.dims;
     const Mat4& a = result.affine;
@@ -402,41 +428,86 @@ std::vector<float> affine_grid(const Mat4& voxel_affine, Dims d, std::vector<flo
   return grid;
 }
 
+namespace {
+
+// One level of a linear stage: the moving image's warp and grid gradient, planned once.
+class LinearLevel {
+ public:
+  LinearLevel(Runtime& rt, const std::vector<float>& fixed, const std::vector<float>& moving,
+              Dims d, const RegisterOptions& options)
+      : op_(rt, d, d, Padding::Border),
+        fixed_(fixed),
+        d_(d),
+        options_(options),
+        residual_(fixed.size()) {
+    op_.set_moving(moving);
+  }
+
+  // dE/d[M | t] (rows of the normalised map g = M n + t, row-major 3x4): one GridSampler3D warp,
+  // one GridSampler3DGrad grid gradient G(x), then sum_x G(x) n(x)^T and sum_x G(x).
+  std::array<double, 12> gradient(const Mat4& g) {
+    const std::vector<float> grid = affine_grid(affine_voxel(g, d_), d_, &n_);
+    op_.forward(grid, &warped_);
+    if (options_.metric == Metric::SSD)
+      ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data());
+    else
+      lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data());
+    op_.backward(residual_, &gg_);
+    std::array<double, 12> acc{};
+    for (size_t i = 0; i < gg_.size(); i += 3)
+      for (size_t a = 0; a < 3; ++a) {
+        const double v = gg_[i + a];
+        acc[4 * a + 0] += v * n_[i];
+        acc[4 * a + 1] += v * n_[i + 1];
+        acc[4 * a + 2] += v * n_[i + 2];
+        acc[4 * a + 3] += v;
+      }
+    return acc;
+  }
+
+ private:
+  WarpOp op_;
+  const std::vector<float>& fixed_;
+  Dims d_;
+  const RegisterOptions& options_;
+  std::vector<float> warped_, residual_, gg_, n_;
+};
+
+// Rotations about x, y, z and their derivatives.
+Mat4 axis_rotation(int axis, double angle, bool derivative) {
+  const double c = std::cos(angle), s = std::sin(angle);
+  Mat4 r{};
+  const size_t i = size_t((axis + 1) % 3), j = size_t((axis + 2) % 3);
+  if (derivative) {
+    r[i][i] = -s, r[i][j] = -c, r[j][i] = c, r[j][j] = -s;
+  } else {
+    r = identity4();
+    r[i][i] = c, r[i][j] = -s, r[j][i] = s, r[j][j] = c;
+  }
+  return r;
+}
+
+}  // namespace
+
 Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
                      const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
-                     const RegisterOptions& options) {
+                     const RegisterOptions& options, const Mat4& initial) {
   const int levels = int(dims.size());
-  Mat4 m = identity4();
+  Mat4 m = initial;
   const size_t na = std::min(options.affine_iters.size(), size_t(levels));
   for (size_t level = 0; level < na; ++level) {
     const size_t l = size_t(levels - 1) - level;
     const Dims d = dims[l];
     const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
-    WarpOp op(rt, d, d, Padding::Border);
-    op.set_moving(pm[l]);
-    std::vector<float> params(12), grad(12), warped, residual(pf[l].size()), gg, n;
+    LinearLevel stage(rt, pf[l], pm[l], d, options);
+    std::vector<float> params(12), grad(12);
     for (size_t a = 0; a < 3; ++a)
       for (size_t j = 0; j < 4; ++j) params[4 * a + j] = float(m[a][j]);
     Adam adam(options.affine_lr, 12, 0.0);
     for (int it = 0; it < options.affine_iters[level]; ++it) {
       for (size_t a = 0; a < 3; ++a)
         for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
-      const std::vector<float> grid = affine_grid(affine_voxel(m, d), d, &n);
-      op.forward(grid, &warped);
-      if (options.metric == Metric::SSD)
-        ssd_loss(warped.data(), pf[l].data(), residual.size(), residual.data());
-      else
-        lncc_loss(warped.data(), pf[l].data(), d, options.window, residual.data());
-      op.backward(residual, &gg);
-      double acc[12] = {};
-      for (size_t i = 0; i < gg.size(); i += 3)
-        for (size_t a = 0; a < 3; ++a) {
-          const double g = gg[i + a];
-          acc[4 * a + 0] += g * n[i];
-          acc[4 * a + 1] += g * n[i + 1];
-          acc[4 * a + 2] += g * n[i + 2];
-          acc[4 * a + 3] += g;
-        }
+      const std::array<double, 12> acc = stage.gradient(m);
       for (size_t k = 0; k < 12; ++k) grad[k] = float(acc[k]);
       adam.step(grad, &params);
     }
@@ -444,6 +515,92 @@ Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
       for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
   }
   return m;
+}
+
+Mat4 rigid_world(const double angles[3], const double c[3], const double t[3]) {
+  Mat4 r =
+      multiply(axis_rotation(2, angles[2], false),
+               multiply(axis_rotation(1, angles[1], false), axis_rotation(0, angles[0], false)));
+  for (size_t i = 0; i < 3; ++i) {
+    double off = c[i] + t[i];
+    for (size_t j = 0; j < 3; ++j) off -= r[i][j] * c[j];
+    r[i][3] = off;
+  }
+  return r;
+}
+
+std::array<double, 3> center_of_mass(const std::vector<float>& image, Dims d) {
+  double s = 0, m[3] = {0, 0, 0};
+  size_t i = 0;
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x, ++i) {
+        const double w = std::max(0.0, double(image[i]));
+        s += w, m[0] += w * double(x), m[1] += w * double(y), m[2] += w * double(z);
+      }
+  if (!(s > 0)) return {double(d.x - 1) / 2, double(d.y - 1) / 2, double(d.z - 1) / 2};
+  return {m[0] / s, m[1] / s, m[2] / s};
+}
+
+Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& pf,
+                    const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
+                    const Mat4& fixed_affine, const double centre[3], const double initial[3],
+                    const RegisterOptions& options) {
+  const int levels = int(dims.size());
+  const Mat4 p = multiply(fixed_affine, normalized_to_voxel(dims[0]));
+  const Mat4 p_inv = inverse(p);
+  // The translation's unit: the volume's mean half extent (mm), the length of P's columns.
+  const std::array<double, 3> half = spacing(p);
+  const double unit = (half[0] + half[1] + half[2]) / 3;
+  // params: the three angles, then the translation in `unit`s.
+  std::vector<float> params = {
+      0, 0, 0, float(initial[0] / unit), float(initial[1] / unit), float(initial[2] / unit)};
+  std::vector<float> grad(6);
+  auto world = [&](const std::vector<float>& q) {
+    const double angles[3] = {q[0], q[1], q[2]};
+    const double t[3] = {q[3] * unit, q[4] * unit, q[5] * unit};
+    return rigid_world(angles, centre, t);
+  };
+  const size_t nr = std::min(options.rigid_iters.size(), size_t(levels));
+  for (size_t level = 0; level < nr; ++level) {
+    const size_t l = size_t(levels - 1) - level;
+    const Dims d = dims[l];
+    const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
+    LinearLevel stage(rt, pf[l], pm[l], d, options);
+    Adam adam(options.affine_lr, 6, 0.0);
+    for (int it = 0; it < options.rigid_iters[level]; ++it) {
+      const std::array<double, 12> acc =
+          stage.gradient(multiply(p_inv, multiply(world(params), p)));
+      // dE/dT = P^-T dE/dG P^T (dE/dG's last row is zero).
+      Mat4 dg{}, dt{};
+      for (size_t i = 0; i < 3; ++i)
+        for (size_t j = 0; j < 4; ++j) dg[i][j] = acc[4 * i + j];
+      for (size_t i = 0; i < 4; ++i)
+        for (size_t j = 0; j < 4; ++j)
+          for (size_t k = 0; k < 4; ++k)
+            for (size_t q = 0; q < 4; ++q) dt[i][j] += p_inv[k][i] * dg[k][q] * p[j][q];
+      double dr[3][3];
+      for (size_t i = 0; i < 3; ++i)
+        for (size_t j = 0; j < 3; ++j) dr[i][j] = dt[i][j] - dt[i][3] * centre[j];
+      Mat4 r[3], dr_da[3];
+      for (int a = 0; a < 3; ++a) {
+        r[a] = axis_rotation(a, params[size_t(a)], false);
+        dr_da[a] = axis_rotation(a, params[size_t(a)], true);
+      }
+      const Mat4 partial[3] = {multiply(r[2], multiply(r[1], dr_da[0])),
+                               multiply(r[2], multiply(dr_da[1], r[0])),
+                               multiply(dr_da[2], multiply(r[1], r[0]))};
+      for (size_t a = 0; a < 3; ++a) {
+        double g = 0;
+        for (size_t i = 0; i < 3; ++i)
+          for (size_t j = 0; j < 3; ++j) g += dr[i][j] * partial[a][i][j];
+        grad[a] = float(g);
+        grad[3 + a] = float(dt[a][3] * unit);
+      }
+      adam.step(grad, &params);
+    }
+  }
+  return multiply(p_inv, multiply(world(params), p));
 }
 
 Volume warp(Runtime& rt, const Volume& moving, const Field& u) {
@@ -455,11 +612,27 @@ Volume warp(Runtime& rt, const Volume& moving, const Field& u) {
   return out;
 }
 
-Field inverse_transform(Runtime& rt, const Field& velocity, Dims out) {
+Field inverse_transform(Runtime& rt, const Field& velocity, Dims out, const Mat4& affine) {
   Field neg = velocity;
   for (float& x : neg.data) x = -x;
   Field w = exp_field(rt, neg);
-  return w.dims == out ? w : resize_field(rt, w, out);
+  if (w.dims != out) w = resize_field(rt, w, out);
+  if (affine == identity4()) return w;
+  // y -> z + w(z) - y with z = A^-1 y: w sampled at z (border padding, as everywhere a field is
+  // resampled).
+  const Mat4 a_inv = inverse(affine);
+  Field inv(out);
+  inv.data = sample(rt, w.data, out, 3, affine_grid(a_inv, out, nullptr), out, Padding::Border);
+  size_t i = 0;
+  for (int64_t z = 0; z < out.z; ++z)
+    for (int64_t y = 0; y < out.y; ++y)
+      for (int64_t x = 0; x < out.x; ++x, i += 3) {
+        const auto q = apply(a_inv, double(x), double(y), double(z));
+        inv.data[i] += float(q[0] - double(x));
+        inv.data[i + 1] += float(q[1] - double(y));
+        inv.data[i + 2] += float(q[2] - double(z));
+      }
+  return inv;
 }
 
 Volume apply_field(Runtime& rt, const Volume& moving, const Field& u, const Mat4& affine,
