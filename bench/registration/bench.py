@@ -185,12 +185,12 @@ def main():
     seeds = [(int(x), False) for x in a.seeds.split(",") if x]
     seeds += [(int(x), True) for x in a.affine_seeds.split(",") if x]
     for title, stem in heads.items():
-        for seed, affine in seeds:
-            pair = f"{title} known field{' + affine' if affine else ''}, seed {seed}"
-            d = w(f"{stem}_{'a' if affine else 's'}{seed}")
+        for seed, with_affine in seeds:
+            pair = f"{title} known field{' + affine' if with_affine else ''}, seed {seed}"
+            d = w(f"{stem}_{'a' if with_affine else 's'}{seed}")
             common = ["--voxel-size", "2", "--max-disp", str(a.max_disp), "--seed", str(seed),
                       "--levels", "1", "--iters", "1", "--threads", str(a.threads)]
-            common += ["--pair-affine"] if affine else []
+            common += ["--pair-affine"] if with_affine else []
             run_tool(a.tool, ["--pair-from", w(f"{stem}_head.nii.gz")] + common, d + "/pair")
             run_tool(a.tool, ["--pair-from", w(f"{stem}_brain.nii.gz")] + common, d + "/mask")
             fixed_path, moving_path = d + "/pair/fixed.nii.gz", d + "/pair/moving.nii.gz"
@@ -199,7 +199,7 @@ def main():
             truth = field_voxels(d + "/pair/true_field.nii.gz", affine)
             _, mask = load(d + "/mask/fixed.nii.gz")
             mask = mask > 0.5 * mask.max()
-            extra = ours_extra + (a.ours_affine.split() if affine else [])
+            extra = ours_extra + (a.ours_affine.split() if with_affine else [])
             wall, t, warped = ours_register(a.tool, fixed_path, moving_path, a.threads,
                                             d + "/ours", extra)
             add(pair, "gridsample-register", wall, scores(t, warped, fixed, truth, mask))
