@@ -79,6 +79,30 @@ Mat4 normalized_to_voxel(Dims d) {
   return m;
 }
 
+// NOTE [ Linear stages in the deformable warp ]
+// With a rigid or affine stage the deformable stage samples the moving image at A (x + u(x)),
+// the transform that is written, in one interpolation (resampling the moving image through A
+// first and warping that would blur it twice). Normalised coordinates make A one map G for
+// every level (alignCorners false), so the warp's grid is G applied to the displaced grid, and
+// the grid gradient goes back through G's linear part transposed.
+// Points (x, y, z interleaved) through g (translation included), or vectors through the
+// transpose of its linear part.
+void map_points(const Mat4& g, bool transpose, std::vector<float>* v) {
+  float m[3][3];
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 3; ++j) m[i][j] = float(transpose ? g[j][i] : g[i][j]);
+  const float t[3] = {transpose ? 0.f : float(g[0][3]), transpose ? 0.f : float(g[1][3]),
+                      transpose ? 0.f : float(g[2][3])};
+  float* p = v->data();
+  const int64_t n = int64_t(v->size() / 3);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    float* q = p + 3 * i;
+    const float x = q[0], y = q[1], z = q[2];
+    for (size_t a = 0; a < 3; ++a) q[a] = m[a][0] * x + m[a][1] * y + m[a][2] * z + t[a];
+  }
+}
+
 // Multiplies the components of an interleaved field by per-axis factors.
 void scale_components(std::vector<float>* field, const float s[3]) {
   float* p = field->data();
@@ -244,6 +268,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   const int32_t user_threads = gridsampleGetNumThreads();
   RegisterResult result;
   const bool linear = !options.rigid_iters.empty() || !options.affine_iters.empty();
+  Mat4 linear_map = identity4();  // normalised form of result.affine
   if (linear) {
     // The rigid stage's centre and starting translation (world mm): the fixed image's centre of
     // mass, and the shift that takes it onto the moving one's.
@@ -261,12 +286,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
       g = register_rigid(rt, pf, pm, dims, fixed.affine, centre, shift, options);
     if (!options.affine_iters.empty()) g = register_affine(rt, pf, pm, dims, options, g);
     result.affine = affine_voxel(g, fixed.dims);
-    // The moving pyramid through the affine map; the deformable stage starts from there.
-    for (int l = 0; l < levels; ++l) {
-      const Dims d = dims[size_t(l)];
-      pm[size_t(l)] = sample(rt, pm[size_t(l)], d, 1, affine_grid(affine_voxel(g, d), d, nullptr),
-                             d, Padding::Border);
-    }
+    linear_map = g;
   }
   Field param, uc, u;  // param: v (svf) or u (displacement); uc = exp(v) on v's grid
   std::vector<float> grid, warped, residual, grad, grad_c, grad_v;
@@ -330,6 +350,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
       }
       const Field& disp = svf ? u : param;
       displaced_grid(disp, &grid);
+      if (linear) map_points(linear_map, false, &grid);
       op.forward(grid, &warped);
       const float* weight = masked ? pk[l].data() : nullptr;
       const double m =
@@ -337,6 +358,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
               ? ssd_loss(warped.data(), f.data(), f.size(), residual.data(), weight)
               : lncc_loss(warped.data(), f.data(), d, options.window, residual.data(), weight);
       op.backward(residual, &grad);
+      if (linear) map_points(linear_map, true, &grad);
       scale_components(&grad, du_dg);
       if (upsampled) {
         scale_components(&grad, up_scale);
