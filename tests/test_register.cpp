@@ -893,16 +893,20 @@ TEST(Nifti, NonFiniteVoxelsAreAnError) {
 // true field is the affine map on top of the diffeomorphism, and bad uses are usage errors.
 TEST(Cli, LinearStagesAndKnownAffinePairs) {
   TempDir dir;
-  const CliRun r = cli({"--size", "16", "--levels", "2", "--iters", "3", "--linear", "affine",
-                        "--out", dir / "lin"});
+  // --linear affine is the default with two levels or more.
+  const CliRun r = cli({"--size", "16", "--levels", "2", "--iters", "3", "--out", dir / "lin"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "lin/inverse_field.nii.gz"));
   EXPECT_NE(r.out.find("linear stages (coarse to fine): rigid 200, then affine 200"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("linear stages: rotation"), std::string::npos) << r.out;
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--linear", "similarity"}, {"--no-com"}, {"--pair-affine"}, {"--affine=1"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--linear", "similarity"},
+                                             {"--no-com", "--linear", "none"},
+                                             {"--linear", "rigid", "--levels", "1"},
+                                             {"--pair-affine"},
+                                             {"--affine=1"}}) {
     const CliRun e = cli(args);
     expect_one_line_error(e, args[0].substr(0, args[0].find('=')));
     EXPECT_EQ(e.status, 2) << args[0];

@@ -54,9 +54,10 @@ options:
   --fixed F        fixed volume (NIfTI .nii or .nii.gz)
   --moving M       moving volume; resampled onto the fixed grid through the affines if needed
   --linear L       stages before the deformable one (same metric and operators, every level but
-                   the finest, from the centres of mass): none (default), rigid (rotation and
-                   translation), or affine (rigid, then a full affine map); with --iters 0 the
-                   linear stages alone (ANTs' -t Rigid / -t Affine)
+                   the finest, from the centres of mass): affine (default: rigid, then a full
+                   affine map), rigid (rotation and translation) or none (images already in one
+                   space); with --iters 0 the linear stages alone (ANTs' -t Rigid / -t Affine);
+                   with --levels 1 there are none
   --affine         the same as --linear affine
   --no-com         with --linear: start from the identity, not from the translation that
                    matches the two images' centres of mass
@@ -136,7 +137,8 @@ struct Options {
   uint64_t seed = 1;
   bool synthetic_option = false;  // --size, --max-disp or --seed given
   int threads = 0;
-  enum class Linear { None, Rigid, Affine } linear = Linear::None;
+  enum class Linear { None, Rigid, Affine } linear = Linear::Affine;
+  bool linear_option = false;  // --linear or --affine given
   bool com = true;
   bool quiet = false, help = false;
 };
@@ -203,9 +205,10 @@ Options parse(int argc, const char* const* argv) {
     else if (arg == "--moving")
       o.moving = next();
     else if (arg == "--affine")
-      flag(), o.linear = Options::Linear::Affine;
+      flag(), o.linear = Options::Linear::Affine, o.linear_option = true;
     else if (arg == "--linear") {
       const std::string l = next();
+      o.linear_option = true;
       if (l == "none")
         o.linear = Options::Linear::None;
       else if (l == "rigid")
@@ -285,6 +288,13 @@ Options parse(int argc, const char* const* argv) {
   if (o.pair_affine && o.pair_from.empty()) throw UsageError("--pair-affine needs --pair-from");
   if (o.out_dir.empty()) throw UsageError("--out needs a folder name");
   const size_t levels = size_t(o.reg.levels);
+  if (levels == 1 && o.linear != Options::Linear::None) {
+    if (o.linear_option)
+      throw UsageError(
+          "--linear rigid or affine needs --levels 2 or more (it runs on the coarser "
+          "levels)");
+    o.linear = Options::Linear::None;
+  }
   if (o.linear != Options::Linear::None) {
     // Every level but the finest: 200 at the coarsest, halving, at least 25; the rigid stage
     // first, then (affine) the affine one.
