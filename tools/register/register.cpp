@@ -283,8 +283,8 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
     const Mat4 p = multiply(fixed.affine, normalized_to_voxel(dims[0]));
     Mat4 g = multiply(inverse(p), multiply(rigid_world(no_rotation, centre, shift), p));
     if (!options.rigid_iters.empty())
-      g = register_rigid(rt, pf, pm, dims, fixed.affine, centre, shift, options);
-    if (!options.affine_iters.empty()) g = register_affine(rt, pf, pm, dims, options, g);
+      g = register_rigid(rt, pf, pm, dims, fixed.affine, centre, shift, options, pk);
+    if (!options.affine_iters.empty()) g = register_affine(rt, pf, pm, dims, options, g, pk);
     result.affine = affine_voxel(g, fixed.dims);
     linear_map = g;
   }
@@ -456,12 +456,13 @@ namespace {
 class LinearLevel {
  public:
   LinearLevel(Runtime& rt, const std::vector<float>& fixed, const std::vector<float>& moving,
-              Dims d, const RegisterOptions& options)
+              Dims d, const RegisterOptions& options, const float* weight)
       : op_(rt, d, d, Padding::Border),
         fixed_(fixed),
         d_(d),
         options_(options),
-        residual_(fixed.size()) {
+        residual_(fixed.size()),
+        weight_(weight) {
     op_.set_moving(moving);
   }
 
@@ -471,9 +472,9 @@ class LinearLevel {
     const std::vector<float> grid = affine_grid(affine_voxel(g, d_), d_, &n_);
     op_.forward(grid, &warped_);
     if (options_.metric == Metric::SSD)
-      ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data());
+      ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data(), weight_);
     else
-      lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data());
+      lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data(), weight_);
     op_.backward(residual_, &gg_);
     std::array<double, 12> acc{};
     for (size_t i = 0; i < gg_.size(); i += 3)
@@ -493,7 +494,12 @@ class LinearLevel {
   Dims d_;
   const RegisterOptions& options_;
   std::vector<float> warped_, residual_, gg_, n_;
+  const float* weight_;  // the fixed mask's level, or null
 };
+
+const float* level_weight(const std::vector<std::vector<float>>& mask, size_t l) {
+  return l < mask.size() && !mask[l].empty() ? mask[l].data() : nullptr;
+}
 
 // Rotations about x, y, z and their derivatives.
 Mat4 axis_rotation(int axis, double angle, bool derivative) {
@@ -513,7 +519,8 @@ Mat4 axis_rotation(int axis, double angle, bool derivative) {
 
 Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
                      const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
-                     const RegisterOptions& options, const Mat4& initial) {
+                     const RegisterOptions& options, const Mat4& initial,
+                     const std::vector<std::vector<float>>& mask) {
   const int levels = int(dims.size());
   Mat4 m = initial;
   const size_t na = std::min(options.affine_iters.size(), size_t(levels));
@@ -521,7 +528,7 @@ Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
     const size_t l = size_t(levels - 1) - level;
     const Dims d = dims[l];
     const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
-    LinearLevel stage(rt, pf[l], pm[l], d, options);
+    LinearLevel stage(rt, pf[l], pm[l], d, options, level_weight(mask, l));
     std::vector<float> params(12), grad(12);
     for (size_t a = 0; a < 3; ++a)
       for (size_t j = 0; j < 4; ++j) params[4 * a + j] = float(m[a][j]);
@@ -567,7 +574,7 @@ std::array<double, 3> center_of_mass(const std::vector<float>& image, Dims d) {
 Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& pf,
                     const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
                     const Mat4& fixed_affine, const double centre[3], const double initial[3],
-                    const RegisterOptions& options) {
+                    const RegisterOptions& options, const std::vector<std::vector<float>>& mask) {
   const int levels = int(dims.size());
   const Mat4 p = multiply(fixed_affine, normalized_to_voxel(dims[0]));
   const Mat4 p_inv = inverse(p);
@@ -588,7 +595,7 @@ Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& pf,
     const size_t l = size_t(levels - 1) - level;
     const Dims d = dims[l];
     const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
-    LinearLevel stage(rt, pf[l], pm[l], d, options);
+    LinearLevel stage(rt, pf[l], pm[l], d, options, level_weight(mask, l));
     Adam adam(options.affine_lr, 6, 0.0);
     for (int it = 0; it < options.rigid_iters[level]; ++it) {
       const std::array<double, 12> acc =

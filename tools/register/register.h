@@ -122,12 +122,14 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 // GridSampler3DGrad grid gradient G(x), then dE/dM = sum_x G(x) n(x)^T and dE/dt = sum_x G(x).
 // The deformable stage then registers the moving image resampled through it, and the written
 // field is the composition d(x) = A (x + u(x)) - x with A the same map in voxel coordinates.
-// register_affine takes the intensity-normalised pyramids (finest first) and returns [M | t] (the
+// register_affine takes the intensity-normalised pyramids (finest first; the fixed mask's levels
+// weight the metric when given) and returns [M | t] (the
 // normalised form); affine_voxel gives its voxel form A on a grid of size d.
 Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& fixed_pyramid,
                      const std::vector<std::vector<float>>& moving_pyramid,
                      const std::vector<Dims>& dims, const RegisterOptions& options,
-                     const Mat4& initial = identity4());
+                     const Mat4& initial = identity4(),
+                     const std::vector<std::vector<float>>& mask_pyramid = {});
 
 // NOTE [ Rigid stage ]
 // A rotation and a translation in world space (mm, through the fixed image's affine, so that it
@@ -144,7 +146,8 @@ Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& fixed_p
 Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& fixed_pyramid,
                     const std::vector<std::vector<float>>& moving_pyramid,
                     const std::vector<Dims>& dims, const Mat4& fixed_affine, const double centre[3],
-                    const double initial[3], const RegisterOptions& options);
+                    const double initial[3], const RegisterOptions& options,
+                    const std::vector<std::vector<float>>& mask_pyramid = {});
 // The rigid map of NOTE [ Rigid stage ] in world coordinates, from the three Euler angles
 // (radians), the centre and the translation (mm).
 Mat4 rigid_world(const double angles[3], const double centre[3], const double translation[3]);
