@@ -906,6 +906,7 @@ TEST(Cli, LinearStagesAndKnownAffinePairs) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("linear stages: rotation"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("affine level 1/2 8x8x8       iter  200/200"), std::string::npos) << r.out;
   for (const auto& args :
        std::vector<std::vector<std::string>>{{"--linear", "similarity"},
                                              {"--no-com", "--linear", "none"},

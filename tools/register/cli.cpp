@@ -358,9 +358,11 @@ class ProgressPrinter {
     ++iters_since_;
     const bool last = p.iter == p.iters;
     // Kept under 80 columns so that a terminal's updating line never wraps.
-    const std::string head = fmt("level %d/%d %-11s iter %4d/%-4d loss %.4e", p.level + 1, p.levels,
+    const std::string head = (p.stage ? fmt("%-6s ", p.stage) : std::string()) +
+                             fmt("level %d/%d %-11s iter %4d/%-4d loss %.4e", p.level + 1, p.levels,
                                  dims_str(p.dims).c_str(), p.iter, p.iters, p.loss);
-    const std::string detail = p.squarings > 0
+    const std::string detail = p.stage ? std::string()
+                               : p.squarings > 0
                                    ? fmt("(metric %.4e, %d squarings)", p.metric, p.squarings)
                                    : fmt("(metric %.4e, reg %.3e)", p.metric, p.reg);
     if (tty_) {
@@ -370,7 +372,7 @@ class ProgressPrinter {
       out_ << "\r" << head << fmt(" %7.1f ms/iter ", 1e3 * p.seconds) << (last ? "\n" : "")
            << std::flush;
       open_ = !last;
-    } else if (p.iter % 25 == 0 || last) {
+    } else if (p.iter % (p.stage ? 100 : 25) == 0 || last) {
       out_ << head << fmt(" %7.1f ms/iter ", 1e3 * since_print_ / iters_since_) << detail << "\n";
       since_print_ = 0, iters_since_ = 0;
     }

@@ -283,8 +283,9 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
     const Mat4 p = multiply(fixed.affine, normalized_to_voxel(dims[0]));
     Mat4 g = multiply(inverse(p), multiply(rigid_world(no_rotation, centre, shift), p));
     if (!options.rigid_iters.empty())
-      g = register_rigid(rt, pf, pm, dims, fixed.affine, centre, shift, options, pk);
-    if (!options.affine_iters.empty()) g = register_affine(rt, pf, pm, dims, options, g, pk);
+      g = register_rigid(rt, pf, pm, dims, fixed.affine, centre, shift, options, pk, progress);
+    if (!options.affine_iters.empty())
+      g = register_affine(rt, pf, pm, dims, options, g, pk, progress);
     result.affine = affine_voxel(g, fixed.dims);
     linear_map = g;
   }
@@ -471,10 +472,11 @@ class LinearLevel {
   std::array<double, 12> gradient(const Mat4& g) {
     const std::vector<float> grid = affine_grid(affine_voxel(g, d_), d_, &n_);
     op_.forward(grid, &warped_);
-    if (options_.metric == Metric::SSD)
-      ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data(), weight_);
-    else
-      lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data(), weight_);
+    metric_ =
+        options_.metric == Metric::SSD
+            ? ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data(), weight_)
+            : lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data(),
+                        weight_);
     op_.backward(residual_, &gg_);
     std::array<double, 12> acc{};
     for (size_t i = 0; i < gg_.size(); i += 3)
@@ -488,6 +490,22 @@ class LinearLevel {
     return acc;
   }
 
+  // Reports the last gradient()'s metric (per voxel) as iteration `it` (0-based) of `iters`.
+  void report(const ProgressFn& progress, const char* stage, size_t level, size_t levels, int it,
+              int iters, Clock::time_point t0) const {
+    if (!progress) return;
+    Progress p;
+    p.stage = stage;
+    p.level = int(level);
+    p.levels = int(levels);
+    p.dims = d_;
+    p.iter = it + 1;
+    p.iters = iters;
+    p.loss = p.metric = metric_ / double(d_.count());
+    p.seconds = since(t0);
+    progress(p);
+  }
+
  private:
   WarpOp op_;
   const std::vector<float>& fixed_;
@@ -495,6 +513,7 @@ class LinearLevel {
   const RegisterOptions& options_;
   std::vector<float> warped_, residual_, gg_, n_;
   const float* weight_;  // the fixed mask's level, or null
+  double metric_ = 0;
 };
 
 const float* level_weight(const std::vector<std::vector<float>>& mask, size_t l) {
@@ -520,7 +539,7 @@ Mat4 axis_rotation(int axis, double angle, bool derivative) {
 Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
                      const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
                      const RegisterOptions& options, const Mat4& initial,
-                     const std::vector<std::vector<float>>& mask) {
+                     const std::vector<std::vector<float>>& mask, const ProgressFn& progress) {
   const int levels = int(dims.size());
   Mat4 m = initial;
   const size_t na = std::min(options.affine_iters.size(), size_t(levels));
@@ -534,9 +553,12 @@ Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
       for (size_t j = 0; j < 4; ++j) params[4 * a + j] = float(m[a][j]);
     Adam adam(options.affine_lr, 12, 0.0);
     for (int it = 0; it < options.affine_iters[level]; ++it) {
+      const auto t_iter = Clock::now();
       for (size_t a = 0; a < 3; ++a)
         for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
       const std::array<double, 12> acc = stage.gradient(m);
+      stage.report(progress, "affine", level, size_t(levels), it, options.affine_iters[level],
+                   t_iter);
       for (size_t k = 0; k < 12; ++k) grad[k] = float(acc[k]);
       adam.step(grad, &params);
     }
@@ -574,7 +596,8 @@ std::array<double, 3> center_of_mass(const std::vector<float>& image, Dims d) {
 Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& pf,
                     const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
                     const Mat4& fixed_affine, const double centre[3], const double initial[3],
-                    const RegisterOptions& options, const std::vector<std::vector<float>>& mask) {
+                    const RegisterOptions& options, const std::vector<std::vector<float>>& mask,
+                    const ProgressFn& progress) {
   const int levels = int(dims.size());
   const Mat4 p = multiply(fixed_affine, normalized_to_voxel(dims[0]));
   const Mat4 p_inv = inverse(p);
@@ -598,8 +621,11 @@ Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& pf,
     LinearLevel stage(rt, pf[l], pm[l], d, options, level_weight(mask, l));
     Adam adam(options.affine_lr, 6, 0.0);
     for (int it = 0; it < options.rigid_iters[level]; ++it) {
+      const auto t_iter = Clock::now();
       const std::array<double, 12> acc =
           stage.gradient(multiply(p_inv, multiply(world(params), p)));
+      stage.report(progress, "rigid", level, size_t(levels), it, options.rigid_iters[level],
+                   t_iter);
       // dE/dT = P^-T dE/dG P^T (dE/dG's last row is zero).
       Mat4 dg{}, dt{};
       for (size_t i = 0; i < 3; ++i)

@@ -71,7 +71,8 @@ struct RegisterOptions {
 
 // Reported after every iteration.
 struct Progress {
-  int level = 0;  // 0 = coarsest
+  const char* stage = nullptr;  // "rigid" or "affine" for the linear stages; null: deformable
+  int level = 0;                // 0 = coarsest
   int levels = 0;
   Dims dims;
   int iter = 0;  // 1-based
@@ -80,6 +81,8 @@ struct Progress {
   int squarings = 0;                     // scaling and squaring steps (svf)
   double seconds = 0;                    // wall time of this iteration
 };
+
+using ProgressFn = std::function<void(const Progress&)>;
 
 struct LevelStats {
   Dims dims;
@@ -129,7 +132,8 @@ Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& fixed_p
                      const std::vector<std::vector<float>>& moving_pyramid,
                      const std::vector<Dims>& dims, const RegisterOptions& options,
                      const Mat4& initial = identity4(),
-                     const std::vector<std::vector<float>>& mask_pyramid = {});
+                     const std::vector<std::vector<float>>& mask_pyramid = {},
+                     const ProgressFn& progress = {});
 
 // NOTE [ Rigid stage ]
 // A rotation and a translation in world space (mm, through the fixed image's affine, so that it
@@ -147,7 +151,8 @@ Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& fixed_py
                     const std::vector<std::vector<float>>& moving_pyramid,
                     const std::vector<Dims>& dims, const Mat4& fixed_affine, const double centre[3],
                     const double initial[3], const RegisterOptions& options,
-                    const std::vector<std::vector<float>>& mask_pyramid = {});
+                    const std::vector<std::vector<float>>& mask_pyramid = {},
+                    const ProgressFn& progress = {});
 // The rigid map of NOTE [ Rigid stage ] in world coordinates, from the three Euler angles
 // (radians), the centre and the translation (mm).
 Mat4 rigid_world(const double angles[3], const double centre[3], const double translation[3]);
