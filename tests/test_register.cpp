@@ -907,10 +907,17 @@ TEST(Cli, LinearStagesAndKnownAffinePairs) {
       << r.out;
   EXPECT_NE(r.out.find("linear stages: rotation"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("affine level 1/2 8x8x8       iter  200/200"), std::string::npos) << r.out;
+  const CliRun few = cli({"--size", "16", "--levels", "2", "--iters", "0", "--linear", "rigid",
+                          "--linear-iters", "30,10", "--out", dir / "few"});
+  ASSERT_EQ(few.status, 0) << few.err;
+  EXPECT_NE(few.out.find("rigid 30, 10 iterations"), std::string::npos) << few.out;
+  EXPECT_EQ(few.out.find("affine level"), std::string::npos) << few.out;
   for (const auto& args :
        std::vector<std::vector<std::string>>{{"--linear", "similarity"},
                                              {"--no-com", "--linear", "none"},
                                              {"--linear", "rigid", "--levels", "1"},
+                                             {"--linear-iters", "50,20", "--levels", "3"},
+                                             {"--linear-iters", "50", "--linear", "none"},
                                              {"--pair-affine"},
                                              {"--affine=1"}}) {
     const CliRun e = cli(args);

@@ -61,6 +61,10 @@ options:
   --affine         the same as --linear affine
   --no-com         with --linear: start from the identity, not from the translation that
                    matches the two images' centres of mass
+  --linear-iters LIST
+                   iterations of each linear stage per level, coarsest first: one number for
+                   every level but the finest, or one per level (default: 200 at the coarsest,
+                   halving, at least 25, none at the finest)
   --fixed-mask K   the metric counts only fixed voxels where K (on the fixed grid) is non-zero
   --fixed-labels L, --moving-labels L
                    label maps (integer values) on the fixed and moving grids: the moving one is
@@ -131,7 +135,8 @@ struct Options {
   bool size_option = false;
   bool pair_affine = false;
   RegisterOptions reg;
-  std::vector<int> iters;  // as given; empty = default
+  std::vector<int> iters;         // as given; empty = default
+  std::vector<int> linear_iters;  // as given; empty = default
   int64_t size = 96;
   double max_disp = 4;
   uint64_t seed = 1;
@@ -165,13 +170,13 @@ int64_t parse_int(const std::string& opt, const std::string& v, int64_t lo, int6
   return x;
 }
 
-std::vector<int> parse_iters(const std::string& v) {
+std::vector<int> parse_iters(const std::string& v, const std::string& opt = "--iters") {
   std::vector<int> out;
   std::stringstream ss(v);
   std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(int(parse_int("--iters", item, 0, 100000)));
+  while (std::getline(ss, item, ',')) out.push_back(int(parse_int(opt, item, 0, 100000)));
   if (out.empty() || v.back() == ',')
-    throw UsageError("--iters needs a number or a list like 200,100,50");
+    throw UsageError(opt + " needs a number or a list like 200,100,50");
   return out;
 }
 
@@ -231,6 +236,8 @@ Options parse(int argc, const char* const* argv) {
       o.reg.levels = int(parse_int(arg, next(), 1, 6));
     else if (arg == "--iters")
       o.iters = parse_iters(next());
+    else if (arg == "--linear-iters")
+      o.linear_iters = parse_iters(next(), arg);
     else if (arg == "--lr")
       o.reg.learning_rate = parse_number(arg, next(), 1e-6, 100);
     else if (arg == "--lambda")
@@ -296,13 +303,20 @@ Options parse(int argc, const char* const* argv) {
     o.linear = Options::Linear::None;
   }
   if (o.linear != Options::Linear::None) {
-    // Every level but the finest: 200 at the coarsest, halving, at least 25; the rigid stage
-    // first, then (affine) the affine one.
+    // Default: every level but the finest, 200 at the coarsest, halving, at least 25; the rigid
+    // stage first, then (affine) the affine one, each with these counts.
+    if (o.linear_iters.size() > 1 && o.linear_iters.size() != levels)
+      throw UsageError(
+          fmt("--linear-iters lists %zu counts for %zu levels", o.linear_iters.size(), levels));
     for (size_t l = 0; l < levels; ++l)
-      o.reg.rigid_iters.push_back(l + 1 < levels ? std::max(25, 200 >> l) : 0);
+      o.reg.rigid_iters.push_back(o.linear_iters.size() == levels ? o.linear_iters[l]
+                                  : l + 1 == levels               ? 0
+                                  : o.linear_iters.size() == 1    ? o.linear_iters[0]
+                                                                  : std::max(25, 200 >> l));
     if (o.linear == Options::Linear::Affine) o.reg.affine_iters = o.reg.rigid_iters;
-  } else if (!o.com) {
-    throw UsageError("--no-com applies to --linear rigid or affine");
+  } else if (!o.com || !o.linear_iters.empty()) {
+    throw UsageError(std::string(o.com ? "--linear-iters" : "--no-com") +
+                     " applies to --linear rigid or affine");
   }
   o.reg.center_of_mass = o.com;
   if (o.iters.empty()) {
