@@ -121,13 +121,14 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 // NOTE [ Affine stage ]
 // An affine map g = M n + t between normalised coordinates (n of the fixed voxel, g where the
 // moving image is sampled: affine_grid's convention), optimised by Adam on its 12 numbers from
-// the identity, coarse to fine over the pyramid: each iteration one GridSampler3D warp and one
-// GridSampler3DGrad grid gradient G(x), then dE/dM = sum_x G(x) n(x)^T and dE/dt = sum_x G(x).
-// The deformable stage then registers the moving image resampled through it, and the written
-// field is the composition d(x) = A (x + u(x)) - x with A the same map in voxel coordinates.
+// `initial` (the rigid stage's result), coarse to fine over the pyramid: each iteration one
+// GridSampler3D warp and one GridSampler3DGrad grid gradient G(x), then
+// dE/dM = sum_x G(x) n(x)^T and dE/dt = sum_x G(x). The deformable stage then samples the moving
+// image at A (x + u(x)) (NOTE [ Linear stages in the deformable warp ] in register.cpp), and the
+// written field is d(x) = A (x + u(x)) - x with A the same map in voxel coordinates.
 // register_affine takes the intensity-normalised pyramids (finest first; the fixed mask's levels
-// weight the metric when given) and returns [M | t] (the
-// normalised form); affine_voxel gives its voxel form A on a grid of size d.
+// weight the metric when given) and returns [M | t] (the normalised form); affine_voxel gives
+// its voxel form A on a grid of size d.
 Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& fixed_pyramid,
                      const std::vector<std::vector<float>>& moving_pyramid,
                      const std::vector<Dims>& dims, const RegisterOptions& options,
