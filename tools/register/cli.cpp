@@ -41,7 +41,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage = R"(usage: gridsample-register [options]
        gridsample-register --fixed F --moving M [options]
-       gridsample-register apply --field FIELD --moving M --out W [--interp nearest]
+       gridsample-register apply --field FIELD --moving M --out W [--interp nearest|cubic]
 
 Registers a moving 3D volume to a fixed one: gradient descent (Adam) on a stationary velocity
 field (diffeomorphic, integrated by scaling and squaring) or a free displacement field,
