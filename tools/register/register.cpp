@@ -472,11 +472,17 @@ class LinearLevel {
   std::array<double, 12> gradient(const Mat4& g) {
     const std::vector<float> grid = affine_grid(affine_voxel(g, d_), d_, &n_);
     op_.forward(grid, &warped_);
-    metric_ =
-        options_.metric == Metric::SSD
-            ? ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data(), weight_)
-            : lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data(),
-                        weight_);
+    // A switch without a default, so that a new metric cannot be missed here (-Wswitch).
+    switch (options_.metric) {
+      case Metric::SSD:
+        metric_ =
+            ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data(), weight_);
+        break;
+      case Metric::LNCC:
+        metric_ = lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data(),
+                            weight_);
+        break;
+    }
     op_.backward(residual_, &gg_);
     std::array<double, 12> acc{};
     for (size_t i = 0; i < gg_.size(); i += 3)
