@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -245,8 +246,8 @@ TEST(Cli, BadInputEndsInOneLineErrorAndNonZeroStatus) {
   expect_one_line_error(cli({"--fixed", dir / "small.nii", "--moving", dir / "small.nii", out}),
                         "3x4x4");
   expect_one_line_error(cli({"--out", "/proc/gsreg-cannot-be-created"}), "output folder");
-  // A truncated file and a 4-D file: one line each, status 1. (NaN voxels cannot be tested
-  // here: the NIfTI library itself reads them as 0.)
+  // A truncated file and a 4-D file: one line each, status 1 (NaN voxels:
+  // Nifti.NonFiniteVoxelsAreAnError).
   write_nifti(dir / "good.nii", test_volume({8, 8, 8}));
   fs::copy_file(dir / "good.nii", dir / "truncated.nii");
   fs::resize_file(dir / "truncated.nii", fs::file_size(dir / "good.nii") - 100);
@@ -606,7 +607,7 @@ TEST(Cli, ApplyNearestKeepsLabelValues) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(read_nifti(dir / "same.nii.gz").data, labels.data);
   expect_one_line_error(cli({"apply", "--field", dir / "field.nii.gz"}), "--moving");
-  EXPECT_EQ(cli({"apply", "--interp", "cubic"}).status, 2);
+  EXPECT_EQ(cli({"apply", "--interp", "quintic"}).status, 2);
   const CliRun missing = cli({"apply", "--field", dir / "nope.nii.gz", "--moving",
                               dir / "labels.nii.gz", "--out", dir / "x.nii.gz"});
   expect_one_line_error(missing, "nope.nii.gz");
@@ -757,4 +758,288 @@ TEST(Register, AffineStageRecoversAKnownMatrix) {
         }
       }
   EXPECT_LT(worst, 0.3);
+}
+
+// The rigid stage recovers a known rotation and shift in world space on an anisotropic grid
+// (1 x 1 x 1.6 mm voxels): rotating voxel indices instead of millimetres would be off by
+// several voxels at the volume's edge. The shift (7 mm) is caught through the centres of mass.
+TEST(Register, RigidStageRecoversAKnownRotationOnAnAnisotropicGrid) {
+  Runtime rt;
+  Volume p = make_synthetic_pair(40, 0.0, 2).moving;
+  const Dims d = p.dims;
+  p.affine = identity4();
+  p.affine[2][2] = 1.6;
+  p.affine[0][3] = -12;
+  const double angles[3] = {0.05, -0.08, 0.12}, centre[3] = {7, 20, 30}, shift[3] = {5, -4, 3};
+  const Mat4 world = rigid_world(angles, centre, shift);
+  const Mat4 truth = multiply(inverse(p.affine), multiply(world, p.affine));
+  Volume fixed(d, p.affine);
+  fixed.data = sample(rt, p.data, d, 1, affine_grid(truth, d, nullptr), d, Padding::Zeros);
+  RegisterOptions opt;
+  opt.levels = 2;
+  opt.iters = {0, 0};
+  opt.metric = Metric::SSD;
+  opt.rigid_iters = {200, 100};
+  const RegisterResult r = register_volumes(rt, fixed, p, opt);
+  double worst = 0;
+  for (int64_t z = 8; z < 32; z += 4)
+    for (int64_t y = 8; y < 32; y += 4)
+      for (int64_t x = 8; x < 32; x += 4) {
+        const auto want = apply(truth, double(x), double(y), double(z));
+        const auto got = apply(r.affine, double(x), double(y), double(z));
+        for (size_t a = 0; a < 3; ++a) worst = std::max(worst, std::fabs(got[a] - want[a]));
+      }
+  EXPECT_LT(worst, 0.3);
+  // Rigid in millimetres: the world form of the result has orthonormal columns.
+  const Mat4 w = multiply(p.affine, multiply(r.affine, inverse(p.affine)));
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 3; ++j) {
+      double dot = 0;
+      for (size_t k = 0; k < 3; ++k) dot += w[k][i] * w[k][j];
+      EXPECT_NEAR(dot, i == j ? 1.0 : 0.0, 1e-5) << i << "," << j;
+    }
+  // The fixed mask weights the linear stages too: with an empty one (and no centre-of-mass
+  // start) nothing moves. With no linear stage the result is the identity map.
+  opt.center_of_mass = false;
+  opt.fixed_mask.assign(size_t(d.count()), 0.f);
+  EXPECT_EQ(register_volumes(rt, fixed, p, opt).affine, identity4());
+  opt.fixed_mask.clear();
+  opt.rigid_iters.clear();
+  EXPECT_EQ(register_volumes(rt, fixed, p, opt).affine, identity4());
+}
+
+// With a linear stage the forward transform is x -> A (x + u(x)); its inverse y -> z + w(z)
+// (z = A^-1 y, w = exp(-v)) composes with it to the identity.
+TEST(Transform, InverseWithALinearStageComposesToIdentity) {
+  Runtime rt;
+  const Dims d{32, 30, 28};
+  const Field v = field_of(d, [](double x, double y, double z) { return wavy(2.0, x, y, z, 22); });
+  const Field u = exp_field(rt, v);
+  const double angles[3] = {0.06, 0.0, -0.1}, centre[3] = {15.5, 14.5, 13.5},
+               shift[3] = {2.0, -1.5, 1.0};
+  Mat4 a = rigid_world(angles, centre, shift);
+  a[0][0] *= 1.05;  // and a scaling
+  Field forward(d);
+  size_t i = 0;
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x, i += 3) {
+        const auto q =
+            apply(a, double(x) + u.data[i], double(y) + u.data[i + 1], double(z) + u.data[i + 2]);
+        forward.data[i] = float(q[0] - double(x));
+        forward.data[i + 1] = float(q[1] - double(y));
+        forward.data[i + 2] = float(q[2] - double(z));
+      }
+  const Field inv = inverse_transform(rt, v, d, a);
+  const Field plain = inverse_transform(rt, v, d);
+  std::vector<float> grid;
+  displaced_grid(forward, &grid);
+  const std::vector<float> inv_at = sample(rt, inv.data, d, 3, grid, d, Padding::Border);
+  const std::vector<float> plain_at = sample(rt, plain.data, d, 3, grid, d, Padding::Border);
+  double worst = 0, worst_plain = 0;
+  for (int64_t z = 8; z < d.z - 8; ++z)
+    for (int64_t y = 8; y < d.y - 8; ++y)
+      for (int64_t x = 8; x < d.x - 8; ++x) {
+        const size_t j = size_t(3 * ((z * d.y + y) * d.x + x));
+        for (size_t c = 0; c < 3; ++c) {
+          worst = std::max(worst, std::fabs(double(forward.data[j + c]) + inv_at[j + c]));
+          worst_plain =
+              std::max(worst_plain, std::fabs(double(forward.data[j + c]) + plain_at[j + c]));
+        }
+      }
+  EXPECT_LT(worst, 0.3);
+  EXPECT_GT(worst_plain, 1.0);  // ignoring the linear map is visibly wrong
+}
+
+// A NaN or an infinity in a float file is a one-line error, not a silent 0 (the NIfTI library
+// would zero it: NOTE [ Non-finite voxels ]); float64 and gzipped files too.
+TEST(Nifti, NonFiniteVoxelsAreAnError) {
+  TempDir dir;
+  Volume v = test_volume({8, 8, 8});
+  write_nifti(dir / "good.nii.gz", v);
+  EXPECT_EQ(read_nifti(dir / "good.nii.gz").data, v.data);
+  v.data[77] = std::nanf("");
+  v.data[300] = INFINITY;
+  write_nifti(dir / "nan.nii", v);
+  write_nifti(dir / "nan.nii.gz", v);
+  for (const std::string name : {"nan.nii", "nan.nii.gz"}) {
+    const CliRun r =
+        cli({"--fixed", dir / name, "--moving", dir / "good.nii.gz", "--out", dir / "out"});
+    expect_one_line_error(r, "2 of 512 voxels are not finite");
+    EXPECT_EQ(r.status, 1);
+  }
+  // The same file as float64, byte for byte what the library would read.
+  {
+    std::ifstream in(dir / "nan.nii", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GE(bytes.size(), 352u + 512u * 4u);
+    std::string out = bytes.substr(0, 352);
+    const int16_t datatype = 64, bitpix = 64;  // NIFTI_TYPE_FLOAT64
+    std::memcpy(&out[70], &datatype, 2);
+    std::memcpy(&out[72], &bitpix, 2);
+    for (size_t k = 0; k < 512; ++k) {
+      float f;
+      std::memcpy(&f, &bytes[352 + 4 * k], 4);
+      const double x = f;
+      out.append(reinterpret_cast<const char*>(&x), 8);
+    }
+    std::ofstream(dir / "nan64.nii", std::ios::binary) << out;
+  }
+  try {
+    read_nifti(dir / "nan64.nii");
+    ADD_FAILURE() << "a float64 file with a NaN was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 of 512 voxels are not finite"), std::string::npos)
+        << e.what();
+  }
+}
+
+// --linear and --pair-affine: a linear stage writes the inverse field too, a known affine pair's
+// true field is the affine map on top of the diffeomorphism, and bad uses are usage errors.
+TEST(Cli, LinearStagesAndKnownAffinePairs) {
+  TempDir dir;
+  // --linear affine is the default with two levels or more.
+  const CliRun r = cli({"--size", "16", "--levels", "2", "--iters", "3", "--out", dir / "lin"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "lin/inverse_field.nii.gz"));
+  EXPECT_NE(r.out.find("linear stages (coarse to fine): rigid 200, then affine 200"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("linear stages: rotation"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("affine level 1/2 8x8x8       iter  200/200"), std::string::npos) << r.out;
+  const CliRun few = cli({"--size", "16", "--levels", "2", "--iters", "0", "--linear", "rigid",
+                          "--linear-iters", "30,10", "--out", dir / "few"});
+  ASSERT_EQ(few.status, 0) << few.err;
+  EXPECT_NE(few.out.find("rigid 30, 10 iterations"), std::string::npos) << few.out;
+  EXPECT_EQ(few.out.find("affine level"), std::string::npos) << few.out;
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--linear", "similarity"},
+                                             {"--no-com", "--linear", "none"},
+                                             {"--linear", "rigid", "--levels", "1"},
+                                             {"--linear-iters", "50,20", "--levels", "3"},
+                                             {"--linear-iters", "50", "--linear", "none"},
+                                             {"--pair-affine"},
+                                             {"--affine=1"}}) {
+    const CliRun e = cli(args);
+    expect_one_line_error(e, args[0].substr(0, args[0].find('=')));
+    EXPECT_EQ(e.status, 2) << args[0];
+  }
+  Runtime rt;
+  Volume img = make_synthetic_pair(32, 0.0, 4).moving;
+  const SyntheticPair plain = make_image_pair(rt, img, 0, 2.0, 9);
+  const SyntheticPair with = make_image_pair(rt, img, 0, 2.0, 9, true);
+  EXPECT_EQ(plain.affine, identity4());
+  ASSERT_NE(with.affine, identity4());
+  // truth = A (x + u(x)) - x with the same u as without the affine map.
+  double worst = 0, largest = 0;
+  size_t i = 0;
+  for (int64_t z = 0; z < 32; ++z)
+    for (int64_t y = 0; y < 32; ++y)
+      for (int64_t x = 0; x < 32; ++x, i += 3) {
+        const float* u = &plain.truth.data[i];
+        const auto q = apply(with.affine, double(x) + u[0], double(y) + u[1], double(z) + u[2]);
+        const double p[3] = {double(x), double(y), double(z)};
+        for (size_t a = 0; a < 3; ++a) {
+          worst = std::max(worst, std::fabs(q[a] - p[a] - with.truth.data[i + a]));
+          largest = std::max(largest, std::fabs(double(with.truth.data[i + a] - u[a])));
+        }
+      }
+  EXPECT_LT(worst, 1e-4);
+  EXPECT_GT(largest, 1.0);  // the affine map moves things by more than a voxel
+  EXPECT_EQ(with.fixed.data, warp(rt, with.moving, with.truth).data);
+}
+
+// apply --interp cubic samples through the operator's tricubic mode: it matches a direct
+// tricubic (Keys, A = -0.75, zero outside) of a smooth volume, which trilinear does not, and a
+// zero field reproduces the image.
+TEST(Cli, ApplyCubicIsTricubic) {
+  TempDir dir;
+  const Dims d{14, 12, 10};
+  Mat4 aff = identity4();
+  aff[0][0] = 1.2, aff[1][1] = 0.9, aff[2][2] = 2.0;  // mm; the field is written in mm
+  Volume q(d, aff);
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x)
+        q.at(x, y, z) = float(3 + 0.04 * double(x * x) - 0.03 * double(x * y) +
+                              0.05 * double(y * z) + std::sin(0.7 * double(z)));
+  const double shift[3] = {0.3, -0.45, 1.35};  // voxels
+  Field u = field_of(d, [&](double, double, double) {
+    return std::array<double, 3>{shift[0], shift[1], shift[2]};
+  });
+  auto keys = [](double t) {  // the four weights of taps -1, 0, 1, 2 at fraction t
+    const double a = -0.75;
+    auto w1 = [&](double s) { return ((a + 2) * s - (a + 3)) * s * s + 1; };
+    auto w2 = [&](double s) { return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a; };
+    return std::array<double, 4>{w2(t + 1), w1(t), w1(1 - t), w2(2 - t)};
+  };
+  auto tricubic = [&](double px, double py, double pz) {
+    const double p[3] = {px, py, pz};
+    int64_t base[3];
+    std::array<double, 4> w[3];
+    for (int a = 0; a < 3; ++a) {
+      base[a] = int64_t(std::floor(p[a]));
+      w[a] = keys(p[a] - double(base[a]));
+    }
+    double sum = 0;
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) {
+          const int64_t x = base[0] + i - 1, y = base[1] + j - 1, z = base[2] + k - 1;
+          if (x < 0 || y < 0 || z < 0 || x >= d.x || y >= d.y || z >= d.z) continue;
+          sum += w[0][size_t(i)] * w[1][size_t(j)] * w[2][size_t(k)] * q.at(x, y, z);
+        }
+    return sum;
+  };
+  write_nifti(dir / "q.nii.gz", q);
+  write_nifti_field(dir / "shift.nii.gz", u, aff);
+  write_nifti_field(dir / "zero.nii.gz", Field(d), aff);
+  for (const std::string interp : {"cubic", "linear"}) {
+    const CliRun r = cli({"apply", "--field", dir / "shift.nii.gz", "--moving", dir / "q.nii.gz",
+                          "--out", dir / (interp + ".nii.gz"), "--interp", interp});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const Volume out = read_nifti(dir / (interp + ".nii.gz"));
+    double worst = 0;
+    for (int64_t z = 0; z < d.z; ++z)
+      for (int64_t y = 0; y < d.y; ++y)
+        for (int64_t x = 0; x < d.x; ++x) {
+          const double want =
+              tricubic(double(x) + shift[0], double(y) + shift[1], double(z) + shift[2]);
+          worst = std::max(worst, std::fabs(double(out.at(x, y, z)) - want));
+        }
+    if (interp == "cubic")
+      EXPECT_LT(worst, 1e-4) << interp;
+    else
+      EXPECT_GT(worst, 1e-2) << interp;
+  }
+  const CliRun r = cli({"apply", "--field", dir / "zero.nii.gz", "--moving", dir / "q.nii.gz",
+                        "--out", dir / "same.nii.gz", "--interp", "cubic"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Volume same = read_nifti(dir / "same.nii.gz");
+  for (size_t i = 0; i < q.data.size(); ++i) ASSERT_NEAR(same.data[i], q.data[i], 1e-4) << i;
+}
+
+// Linear stages, then the deformable one sampling the moving image at A (x + u(x)) (NOTE
+// [ Linear stages in the deformable warp ]): on a pair with a known affine map on top of a
+// diffeomorphism the result is much closer to the truth than the linear stages alone.
+TEST(Register, LinearThenDeformableRecoversAnAffinePair) {
+  Runtime rt;
+  const SyntheticPair pair =
+      make_image_pair(rt, make_synthetic_pair(32, 0.0, 6).moving, 0, 2.0, 11, true);
+  RegisterOptions opt;
+  opt.levels = 2;
+  opt.metric = Metric::SSD;
+  opt.rigid_iters = {200, 0};
+  opt.affine_iters = {200, 0};
+  opt.iters = {0, 0};
+  const RegisterResult linear = register_volumes(rt, pair.fixed, pair.moving, opt);
+  opt.iters = {100, 50};
+  const RegisterResult full = register_volumes(rt, pair.fixed, pair.moving, opt);
+  const double before = field_error(Field(pair.fixed.dims), pair.truth, pair.mask).mean;
+  const double after_linear = field_error(linear.field, pair.truth, pair.mask).mean;
+  const double after = field_error(full.field, pair.truth, pair.mask).mean;
+  EXPECT_GT(before, 2.0);
+  EXPECT_LT(after_linear, 0.6 * before) << before << " " << after_linear;
+  EXPECT_LT(after, 0.5 * after_linear) << after_linear << " " << after;
+  EXPECT_GT(jacobian_stats(jacobian_determinant(full.field)).min, 0);
 }

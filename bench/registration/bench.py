@@ -3,8 +3,9 @@
 
 Known-field pairs: a head (MNI152 2009a T1 from the nilearn wheel, Colin27 from mricron-data) at
 2 mm, warped by seeded random diffeomorphisms (gridsample-register --pair-from makes them; the
-truth is exp(v) of a smooth velocity). Inter-subject pair: MNI152 (fixed) against Colin27
-(moving), scored by the Dice of grey and white matter. Both tools run on the same files with the
+truth is exp(v) of a smooth velocity), and with --affine-seeds by a seeded known affine map on
+top (--pair-affine; ours then runs its linear stages, --linear affine). Inter-subject pair: MNI152
+(fixed) against Colin27 (moving), scored by the Dice of grey and white matter. Both tools run on the same files with the
 same thread count; every score is computed here, from the files each tool wrote, in one way.
 Run by bench/registration/run, which makes the virtual environment and the data.
 """
@@ -143,7 +144,16 @@ def main():
     ap.add_argument("--ants", default="SyN", help="ANTsPy type_of_transform values, comma-separated")
     ap.add_argument("--ours", default="", help="extra gridsample-register options")
     ap.add_argument("--no-inter", action="store_true")
+    ap.add_argument("--affine-seeds", default="1",
+                    help="seeds of the known-field pairs with a known affine map on top")
+    ap.add_argument("--only-affine", action="store_true",
+                    help="only the pairs with a known affine map (no --seeds pairs, no "
+                    "inter-subject pair)")
+    ap.add_argument("--ours-affine", default="--linear affine",
+                    help="gridsample-register options added on the pairs with an affine map")
     a = ap.parse_args()
+    if a.only_affine:
+        a.seeds, a.no_inter = "", True
     os.environ["ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS"] = str(a.threads)
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
     os.makedirs(a.work, exist_ok=True)
@@ -172,12 +182,15 @@ def main():
         log(f"  {pair:28s} {tool:24s} {wall:7.1f} s  " +
             "  ".join(f"{k} {v:.4g}" for k, v in s.items()))
 
+    seeds = [(int(x), False) for x in a.seeds.split(",") if x]
+    seeds += [(int(x), True) for x in a.affine_seeds.split(",") if x]
     for title, stem in heads.items():
-        for seed in [int(x) for x in a.seeds.split(",") if x]:
-            pair = f"{title} known field, seed {seed}"
-            d = w(f"{stem}_s{seed}")
+        for seed, with_affine in seeds:
+            pair = f"{title} known field{' + affine' if with_affine else ''}, seed {seed}"
+            d = w(f"{stem}_{'a' if with_affine else 's'}{seed}")
             common = ["--voxel-size", "2", "--max-disp", str(a.max_disp), "--seed", str(seed),
                       "--levels", "1", "--iters", "1", "--threads", str(a.threads)]
+            common += ["--pair-affine"] if with_affine else []
             run_tool(a.tool, ["--pair-from", w(f"{stem}_head.nii.gz")] + common, d + "/pair")
             run_tool(a.tool, ["--pair-from", w(f"{stem}_brain.nii.gz")] + common, d + "/mask")
             fixed_path, moving_path = d + "/pair/fixed.nii.gz", d + "/pair/moving.nii.gz"
@@ -186,8 +199,9 @@ def main():
             truth = field_voxels(d + "/pair/true_field.nii.gz", affine)
             _, mask = load(d + "/mask/fixed.nii.gz")
             mask = mask > 0.5 * mask.max()
+            extra = ours_extra + (a.ours_affine.split() if with_affine else [])
             wall, t, warped = ours_register(a.tool, fixed_path, moving_path, a.threads,
-                                            d + "/ours", ours_extra)
+                                            d + "/ours", extra)
             add(pair, "gridsample-register", wall, scores(t, warped, fixed, truth, mask))
             for k in kinds:
                 wall, t, warped = ants_register(fixed_path, moving_path, k, d)

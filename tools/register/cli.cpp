@@ -41,7 +41,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage = R"(usage: gridsample-register [options]
        gridsample-register --fixed F --moving M [options]
-       gridsample-register apply --field FIELD --moving M --out W [--interp nearest]
+       gridsample-register apply --field FIELD --moving M --out W [--interp nearest|cubic]
 
 Registers a moving 3D volume to a fixed one: gradient descent (Adam) on a stationary velocity
 field (diffeomorphic, integrated by scaling and squaring) or a free displacement field,
@@ -53,8 +53,18 @@ the known field was recovered.
 options:
   --fixed F        fixed volume (NIfTI .nii or .nii.gz)
   --moving M       moving volume; resampled onto the fixed grid through the affines if needed
-  --affine         an affine stage before the deformable one (same metric and operators; every
-                   level but the finest)
+  --linear L       stages before the deformable one (same metric and operators, every level but
+                   the finest, from the centres of mass): affine (default: rigid, then a full
+                   affine map), rigid (rotation and translation) or none (images already in one
+                   space); with --iters 0 the linear stages alone (ANTs' -t Rigid / -t Affine);
+                   with --levels 1 there are none
+  --affine         the same as --linear affine
+  --no-com         with --linear: start from the identity, not from the translation that
+                   matches the two images' centres of mass
+  --linear-iters LIST
+                   iterations of each linear stage per level, coarsest first: one number for
+                   every level but the finest, or one per level (default: 200 at the coarsest,
+                   halving, at least 25, none at the finest)
   --fixed-mask K   the metric counts only fixed voxels where K (on the fixed grid) is non-zero
   --fixed-labels L, --moving-labels L
                    label maps (integer values) on the fixed and moving grids: the moving one is
@@ -64,7 +74,7 @@ options:
   --levels N       resolution levels, 1 to 6 (default 3)
   --iters LIST     iterations per level, coarsest first: one number for every level, or one per
                    level, e.g. 200,100,50 (default: 100 at the coarsest, halving per level,
-                   at least 25)
+                   at least 25); 0: no deformable stage
   --transform T    svf (default: stationary velocity field, u = exp(v)) or displacement
   --metric M       lncc (default: local normalised cross-correlation) or ssd (sum of squared
                    differences: same scanner and contrast, e.g. a known-field pair)
@@ -79,6 +89,8 @@ options:
                    to --voxel-size mm (the moving image) and a copy warped by a seeded random
                    diffeomorphism (the fixed image)
   --voxel-size MM  --pair-from only: voxel size of the pair, mm (default 2; 0 keeps IMG's grid)
+  --pair-affine    --pair-from only: a seeded known affine map on top of the diffeomorphism
+                   (rotation 3 to 10 degrees, scaling 5 to 10% per axis, shift 2 to 5 voxels)
   --size N         phantom only: volume size N^3, 16 to 256 (default 96)
   --max-disp X     known-field pairs: largest true displacement, voxels (default 4)
   --seed N         known-field pairs: random seed (default 1)
@@ -87,7 +99,7 @@ options:
 
 writes to DIR: registration.png, warped.nii.gz, field.nii.gz (displacement in mm, world axes,
 5-D x,y,z,1,3), jacobian.nii.gz (det J of x -> x + u(x)), inverse_field.nii.gz (svf: the
-inverse transform, exp(-v), same format) and, for the synthetic pair, fixed.nii.gz, moving.nii.gz, true_field.nii.gz.
+inverse transform, exp(-v) after the inverse of the linear stages, same format) and, for the synthetic pair, fixed.nii.gz, moving.nii.gz, true_field.nii.gz.
 exit status: 0 success, 1 failure, 2 bad usage.
 )";
 
@@ -121,14 +133,18 @@ struct Options {
   std::string fixed_labels, moving_labels, fixed_mask;
   double voxel_size = 2;
   bool size_option = false;
+  bool pair_affine = false;
   RegisterOptions reg;
-  std::vector<int> iters;  // as given; empty = default
+  std::vector<int> iters;         // as given; empty = default
+  std::vector<int> linear_iters;  // as given; empty = default
   int64_t size = 96;
   double max_disp = 4;
   uint64_t seed = 1;
   bool synthetic_option = false;  // --size, --max-disp or --seed given
   int threads = 0;
-  bool affine = false;
+  enum class Linear { None, Rigid, Affine } linear = Linear::Affine;
+  bool linear_option = false;  // --linear or --affine given
+  bool com = true;
   bool quiet = false, help = false;
 };
 
@@ -154,13 +170,13 @@ int64_t parse_int(const std::string& opt, const std::string& v, int64_t lo, int6
   return x;
 }
 
-std::vector<int> parse_iters(const std::string& v) {
+std::vector<int> parse_iters(const std::string& v, const std::string& opt = "--iters") {
   std::vector<int> out;
   std::stringstream ss(v);
   std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(int(parse_int("--iters", item, 1, 100000)));
+  while (std::getline(ss, item, ',')) out.push_back(int(parse_int(opt, item, 0, 100000)));
   if (out.empty() || v.back() == ',')
-    throw UsageError("--iters needs a number or a list like 200,100,50");
+    throw UsageError(opt + " needs a number or a list like 200,100,50");
   return out;
 }
 
@@ -194,7 +210,20 @@ Options parse(int argc, const char* const* argv) {
     else if (arg == "--moving")
       o.moving = next();
     else if (arg == "--affine")
-      flag(), o.affine = true;
+      flag(), o.linear = Options::Linear::Affine, o.linear_option = true;
+    else if (arg == "--linear") {
+      const std::string l = next();
+      o.linear_option = true;
+      if (l == "none")
+        o.linear = Options::Linear::None;
+      else if (l == "rigid")
+        o.linear = Options::Linear::Rigid;
+      else if (l == "affine")
+        o.linear = Options::Linear::Affine;
+      else
+        throw UsageError("--linear is none, rigid or affine, got '" + l + "'");
+    } else if (arg == "--no-com")
+      flag(), o.com = false;
     else if (arg == "--fixed-mask")
       o.fixed_mask = next();
     else if (arg == "--fixed-labels")
@@ -207,6 +236,8 @@ Options parse(int argc, const char* const* argv) {
       o.reg.levels = int(parse_int(arg, next(), 1, 6));
     else if (arg == "--iters")
       o.iters = parse_iters(next());
+    else if (arg == "--linear-iters")
+      o.linear_iters = parse_iters(next(), arg);
     else if (arg == "--lr")
       o.reg.learning_rate = parse_number(arg, next(), 1e-6, 100);
     else if (arg == "--lambda")
@@ -236,6 +267,8 @@ Options parse(int argc, const char* const* argv) {
       o.size = parse_int(arg, next(), 16, 256), o.synthetic_option = o.size_option = true;
     else if (arg == "--pair-from")
       o.pair_from = next();
+    else if (arg == "--pair-affine")
+      flag(), o.pair_affine = true;
     else if (arg == "--voxel-size")
       o.voxel_size = parse_number(arg, next(), 0, 100);
     else if (arg == "--max-disp")
@@ -259,13 +292,33 @@ Options parse(int argc, const char* const* argv) {
     throw UsageError("--pair-from makes its own pair: no --fixed/--moving with it");
   if (!o.pair_from.empty() && o.size_option)
     throw UsageError("--size applies to the phantom only, not to --pair-from");
+  if (o.pair_affine && o.pair_from.empty()) throw UsageError("--pair-affine needs --pair-from");
   if (o.out_dir.empty()) throw UsageError("--out needs a folder name");
   const size_t levels = size_t(o.reg.levels);
-  if (o.affine) {
-    // Every level but the finest: 200 at the coarsest, halving, at least 25.
-    for (size_t l = 0; l < levels; ++l)
-      o.reg.affine_iters.push_back(l + 1 < levels ? std::max(25, 200 >> l) : 0);
+  if (levels == 1 && o.linear != Options::Linear::None) {
+    if (o.linear_option)
+      throw UsageError(
+          "--linear rigid or affine needs --levels 2 or more (it runs on the coarser "
+          "levels)");
+    o.linear = Options::Linear::None;
   }
+  if (o.linear != Options::Linear::None) {
+    // Default: every level but the finest, 200 at the coarsest, halving, at least 25; the rigid
+    // stage first, then (affine) the affine one, each with these counts.
+    if (o.linear_iters.size() > 1 && o.linear_iters.size() != levels)
+      throw UsageError(
+          fmt("--linear-iters lists %zu counts for %zu levels", o.linear_iters.size(), levels));
+    for (size_t l = 0; l < levels; ++l)
+      o.reg.rigid_iters.push_back(o.linear_iters.size() == levels ? o.linear_iters[l]
+                                  : l + 1 == levels               ? 0
+                                  : o.linear_iters.size() == 1    ? o.linear_iters[0]
+                                                                  : std::max(25, 200 >> l));
+    if (o.linear == Options::Linear::Affine) o.reg.affine_iters = o.reg.rigid_iters;
+  } else if (!o.com || !o.linear_iters.empty()) {
+    throw UsageError(std::string(o.com ? "--linear-iters" : "--no-com") +
+                     " applies to --linear rigid or affine");
+  }
+  o.reg.center_of_mass = o.com;
   if (o.iters.empty()) {
     o.reg.iters.clear();
     for (size_t l = 0; l < levels; ++l) o.reg.iters.push_back(std::max(25, 100 >> l));
@@ -319,9 +372,11 @@ class ProgressPrinter {
     ++iters_since_;
     const bool last = p.iter == p.iters;
     // Kept under 80 columns so that a terminal's updating line never wraps.
-    const std::string head = fmt("level %d/%d %-11s iter %4d/%-4d loss %.4e", p.level + 1, p.levels,
+    const std::string head = (p.stage ? fmt("%-6s ", p.stage) : std::string()) +
+                             fmt("level %d/%d %-11s iter %4d/%-4d loss %.4e", p.level + 1, p.levels,
                                  dims_str(p.dims).c_str(), p.iter, p.iters, p.loss);
-    const std::string detail = p.squarings > 0
+    const std::string detail = p.stage ? std::string()
+                               : p.squarings > 0
                                    ? fmt("(metric %.4e, %d squarings)", p.metric, p.squarings)
                                    : fmt("(metric %.4e, reg %.3e)", p.metric, p.reg);
     if (tty_) {
@@ -331,7 +386,7 @@ class ProgressPrinter {
       out_ << "\r" << head << fmt(" %7.1f ms/iter ", 1e3 * p.seconds) << (last ? "\n" : "")
            << std::flush;
       open_ = !last;
-    } else if (p.iter % 25 == 0 || last) {
+    } else if (p.iter % (p.stage ? 100 : 25) == 0 || last) {
       out_ << head << fmt(" %7.1f ms/iter ", 1e3 * since_print_ / iters_since_) << detail << "\n";
       since_print_ = 0, iters_since_ = 0;
     }
@@ -358,6 +413,28 @@ Volume read_labels(const std::string& path, const Volume& image, const std::stri
                                " holds a value that is not a non-negative integer (" +
                                fmt("%g", double(v)) + ")");
   return l;
+}
+
+// The linear stages' map in world terms: the rotation angle of its linear part's orthogonal polar
+// factor, its determinant, and where it moves the centre of the fixed volume (mm).
+std::string linear_summary(const Mat4& voxel_map, const Mat4& fixed_affine, Dims d) {
+  const Mat4 w = multiply(fixed_affine, multiply(voxel_map, inverse(fixed_affine)));
+  Mat4 r = w;
+  for (size_t i = 0; i < 3; ++i) r[i][3] = 0;
+  for (int it = 0; it < 30; ++it) {  // R <- (R + R^-T) / 2 converges to the polar factor
+    const Mat4 inv = inverse(r);
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 3; ++j) r[i][j] = 0.5 * (r[i][j] + inv[j][i]);
+  }
+  const double trace = r[0][0] + r[1][1] + r[2][2];
+  const double angle = std::acos(std::clamp((trace - 1) / 2, -1.0, 1.0)) * 180 / 3.14159265358979;
+  const double det = w[0][0] * (w[1][1] * w[2][2] - w[1][2] * w[2][1]) -
+                     w[0][1] * (w[1][0] * w[2][2] - w[1][2] * w[2][0]) +
+                     w[0][2] * (w[1][0] * w[2][1] - w[1][1] * w[2][0]);
+  const auto c = apply(fixed_affine, double(d.x - 1) / 2, double(d.y - 1) / 2, double(d.z - 1) / 2);
+  const auto m = apply(w, c[0], c[1], c[2]);
+  return fmt("rotation %.2f deg, det %.4f, centre moved by (%.2f, %.2f, %.2f) mm", angle, det,
+             m[0] - c[0], m[1] - c[1], m[2] - c[2]);
 }
 
 struct DiceRow {
@@ -407,15 +484,18 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   if (!o.pair_from.empty()) {
     const Volume image = read_nifti(o.pair_from);
     prepare_output(o.out_dir);
-    pair = make_image_pair(rt, image, o.voxel_size, o.max_disp, o.seed);
+    pair = make_image_pair(rt, image, o.voxel_size, o.max_disp, o.seed, o.pair_affine);
     fixed = pair.fixed;
     moving = pair.moving;
     const auto sp = spacing(moving.affine);
     description =
         fmt("known-field pair from %s: %s at %.3gx%.3gx%.3g mm, warped by a random "
-            "diffeomorphism up to %.2f voxels (seed %llu)",
+            "diffeomorphism up to %.2f voxels%s (seed %llu)",
             o.pair_from.c_str(), dims_str(moving.dims).c_str(), sp[0], sp[1], sp[2], o.max_disp,
-            (unsigned long long)o.seed);
+            o.pair_affine ? " and a random affine map" : "", (unsigned long long)o.seed);
+    if (o.pair_affine)
+      description +=
+          "\nknown affine map: " + linear_summary(pair.affine, moving.affine, moving.dims);
   } else if (synthetic) {
     prepare_output(o.out_dir);
     pair = make_synthetic_pair(o.size, o.max_disp, o.seed);
@@ -468,6 +548,17 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
         << fmt(", Adam lr %g, diffusion lambda %g, smoothing: gradient %g, field %g voxels",
                r.learning_rate, r.lambda, r.sigma_grad, r.sigma_field)
         << "\n";
+    auto list = [](const std::vector<int>& v) {
+      std::string t;
+      for (int n : v)
+        if (n > 0) t += fmt("%s%d", t.empty() ? "" : ", ", n);
+      return t;
+    };
+    if (!r.rigid_iters.empty())
+      out << "linear stages (coarse to fine): rigid " << list(r.rigid_iters)
+          << (r.affine_iters.empty() ? "" : ", then affine " + list(r.affine_iters))
+          << " iterations, from " << (r.center_of_mass ? "the centres of mass" : "the identity")
+          << "\n";
   }
 
   const auto t_reg = Clock::now();
@@ -516,9 +607,9 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   write_nifti(path("warped.nii.gz"), r.warped);
   write_nifti_field(path("field.nii.gz"), r.field, fixed.affine);
   write_nifti(path("jacobian.nii.gz"), det);
-  if (!r.velocity.data.empty() && reg.affine_iters.empty())
-    write_nifti_field(path("inverse_field.nii.gz"), inverse_transform(rt, r.velocity, fixed.dims),
-                      fixed.affine);
+  if (!r.velocity.data.empty())
+    write_nifti_field(path("inverse_field.nii.gz"),
+                      inverse_transform(rt, r.velocity, fixed.dims, r.affine), fixed.affine);
   if (synthetic) {
     write_nifti(path("fixed.nii.gz"), fixed);
     write_nifti(path("moving.nii.gz"), moving);
@@ -555,8 +646,10 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   out << fmt("  MSE (intensities 0-1)   %11.4e %11.4e\n", mse0, mse1)
       << fmt("  NCC                     %11.5f %11.5f\n", ncc0, ncc1)
       << fmt("  det J: min %.3f, max %.3f, folded (det J <= 0) %.4f%% of voxels\n", js.min, js.max,
-             100 * js.folded_share)
-      << fmt("  time: %.2f s total = setup %.2f s + registration %.2f s + output %.2f s\n", total_s,
+             100 * js.folded_share);
+  if (!reg.rigid_iters.empty() || !reg.affine_iters.empty())
+    out << "  linear stages: " << linear_summary(r.affine, fixed.affine, fixed.dims) << "\n";
+  out << fmt("  time: %.2f s total = setup %.2f s + registration %.2f s + output %.2f s\n", total_s,
              setup_s, reg_s, out_s)
       << fmt("  grid sampler operators: %.2f s = %.0f%% of the registration "
              "(forward %.2f s, %lld runs; backward %.2f s, %lld runs)\n",
@@ -586,7 +679,8 @@ options:
   --field FIELD    field.nii.gz of a registration
   --moving M       volume to warp (NIfTI), on any grid
   --out W          output NIfTI (.nii or .nii.gz)
-  --interp I       linear (default, intensities) or nearest (label maps: values are kept)
+  --interp I       linear (default, intensities), nearest (label maps: values are kept) or
+                   cubic (tricubic, Keys A = -0.75: sharper, may overshoot at edges)
   --threads N      threads
 exit status: 0 success, 1 failure, 2 bad usage.
 )";
@@ -617,8 +711,10 @@ static int run_apply(int argc, const char* const* argv, std::ostream& out, std::
           interp = Interp::Linear;
         else if (v == "nearest")
           interp = Interp::Nearest;
+        else if (v == "cubic")
+          interp = Interp::Cubic;
         else
-          throw UsageError("--interp is linear or nearest, got '" + v + "'");
+          throw UsageError("--interp is linear, nearest or cubic, got '" + v + "'");
       } else if (arg == "--threads") {
         threads = int(parse_int(arg, next(), 1, 1024));
       } else {

@@ -2,7 +2,9 @@
 
 #include <nifti2_io.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -32,6 +34,28 @@ void require_readable_file(const std::string& path) {
   if (fs::is_directory(st)) fail("cannot read " + path + ": it is a directory");
 }
 
+// NOTE [ Non-finite voxels ]
+// nifti_image_load (nifti_read_buffer) silently sets every non-finite float voxel to 0 and cannot
+// be told not to, so a NaN in a file would reach the registration as a black voxel. Real-typed
+// data is therefore read here, as the library would (znz, from iname_offset, byte-swapped to this
+// machine's order), and checked; the other types cannot hold a non-finite value.
+bool load_real_data(nifti_image* nim) {
+  const size_t bytes = size_t(nim->nvox) * size_t(nim->nbyper);
+  znzFile f = znzopen(nim->iname, "rb", nifti_is_gzfile(nim->iname));
+  if (znz_isnull(f)) return false;
+  void* data = std::malloc(std::max<size_t>(bytes, 1));  // freed by nifti_image_free
+  bool ok = data != nullptr && znzseek(f, znz_off_t(nim->iname_offset), SEEK_SET) >= 0 &&
+            znzread(data, 1, bytes, f) == bytes;
+  znzclose(f);
+  if (!ok) {
+    std::free(data);
+    return false;
+  }
+  if (nim->byteorder != nifti_short_order()) nifti_swap_Nbytes(nim->nvox, nim->nbyper, data);
+  nim->data = data;
+  return true;
+}
+
 // Opens and loads a NIfTI file whatever its shape.
 NimPtr load(const std::string& path) {
   quiet_library();
@@ -39,10 +63,21 @@ NimPtr load(const std::string& path) {
   // is_nifti_file: 1/2 NIfTI-1, 4/5 NIfTI-2 (one or two files), 0 ANALYZE, -1 not readable.
   const int kind = is_nifti_file(path.c_str());
   if (kind < 0) fail("cannot read " + path + ": not a NIfTI file");
-  NimPtr nim(nifti_image_read(path.c_str(), 1));
+  NimPtr nim(nifti_image_read(path.c_str(), 0));
   if (!nim) fail("cannot read " + path + ": not a NIfTI file, or damaged");
-  if (nim->data == nullptr)
+  const bool real = nim->datatype == NIFTI_TYPE_FLOAT32 || nim->datatype == NIFTI_TYPE_FLOAT64;
+  if (real ? !load_real_data(nim.get()) : (nifti_image_load(nim.get()) != 0 || !nim->data))
     fail("cannot read " + path + ": the image data is missing or truncated");
+  if (real) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < nim->nvox; ++i)
+      bad += nim->datatype == NIFTI_TYPE_FLOAT32
+                 ? !std::isfinite(static_cast<const float*>(nim->data)[i])
+                 : !std::isfinite(static_cast<const double*>(nim->data)[i]);
+    if (bad > 0)
+      fail("cannot read " + path + ": " + std::to_string(bad) + " of " + std::to_string(nim->nvox) +
+           " voxels are not finite (NaN or infinity)");
+  }
   return nim;
 }
 
@@ -96,8 +131,8 @@ std::vector<float> to_float(const nifti_image& nim, const std::string& path) {
     const float a = float(nim.scl_slope), b = float(nim.scl_inter);
     for (float& v : out) v = a * v + b;
   }
-  // nifti_read_buffer already turns non-finite float voxels into 0 (it cannot be switched
-  // off); a value that scaling makes non-finite is an error rather than a silent 0.
+  // A non-finite voxel in the file is an error (NOTE [ Non-finite voxels ]), and so is a value
+  // that scaling makes non-finite.
   int64_t bad = 0;
   for (float v : out) bad += !std::isfinite(v);
   if (bad > 0)

@@ -141,6 +141,39 @@ Field random_smooth_field(Dims d, double max_displacement, Rng& rng) {
   return f;
 }
 
+// A seeded affine map about the volume's centre, voxel coordinates: a rotation of 3 to 10 degrees
+// about a random axis, a scaling of each axis by 1 +- (5 to 10%), a shift of 2 to 5 voxels in a
+// random direction.
+Mat4 random_affine(Dims d, Rng& rng) {
+  double axis[3] = {rng.normal(), rng.normal(), rng.normal()};
+  const double len = std::sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2]);
+  for (double& v : axis) v /= len;
+  const double angle = rng.uniform(3, 10) * kPi / 180;
+  const double c = std::cos(angle), s = std::sin(angle);
+  double r[3][3];  // Rodrigues
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 3; ++j) r[i][j] = (i == j ? c : 0) + (1 - c) * axis[i] * axis[j];
+  r[0][1] -= s * axis[2], r[1][0] += s * axis[2];
+  r[0][2] += s * axis[1], r[2][0] -= s * axis[1];
+  r[1][2] -= s * axis[0], r[2][1] += s * axis[0];
+  double scale[3];
+  for (double& v : scale) v = 1 + (rng.uniform(0, 1) < 0.5 ? -1 : 1) * rng.uniform(0.05, 0.10);
+  double dir[3] = {rng.normal(), rng.normal(), rng.normal()};
+  const double dlen = std::sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
+  const double shift = rng.uniform(2, 5);
+  const double mid[3] = {double(d.x - 1) / 2, double(d.y - 1) / 2, double(d.z - 1) / 2};
+  Mat4 a = identity4();
+  for (size_t i = 0; i < 3; ++i) {
+    double off = mid[i] + shift * dir[i] / dlen;
+    for (size_t j = 0; j < 3; ++j) {
+      a[i][j] = r[i][j] * scale[j];
+      off -= a[i][j] * mid[j];
+    }
+    a[i][3] = off;
+  }
+  return a;
+}
+
 }  // namespace
 
 SyntheticPair make_synthetic_pair(int64_t size, double max_displacement, uint64_t seed) {
@@ -188,7 +221,7 @@ Volume resample_to_spacing(Runtime& rt, const Volume& image, double voxel_mm) {
 }
 
 SyntheticPair make_image_pair(Runtime& rt, const Volume& image, double voxel_mm,
-                              double max_displacement, uint64_t seed) {
+                              double max_displacement, uint64_t seed, bool with_affine) {
   SyntheticPair pair;
   pair.moving = voxel_mm > 0 ? resample_to_spacing(rt, image, voxel_mm) : image;
   const Dims d = pair.moving.dims;
@@ -202,6 +235,21 @@ SyntheticPair make_image_pair(Runtime& rt, const Volume& image, double voxel_mm,
     if (!(m > 0)) break;
     for (float& x : v.data) x = float(x * max_displacement / m);
     u = exp_field(rt, v);
+  }
+  if (with_affine) {
+    // truth(x) = A (x + u(x)) - x: the diffeomorphism, then the affine map (drawn after the
+    // velocity, so that the diffeomorphism is the same as without).
+    pair.affine = random_affine(d, rng);
+    size_t i = 0;
+    for (int64_t z = 0; z < d.z; ++z)
+      for (int64_t y = 0; y < d.y; ++y)
+        for (int64_t x = 0; x < d.x; ++x, i += 3) {
+          float* p = &u.data[i];
+          const auto q = apply(pair.affine, double(x) + p[0], double(y) + p[1], double(z) + p[2]);
+          p[0] = float(q[0] - double(x));
+          p[1] = float(q[1] - double(y));
+          p[2] = float(q[2] - double(z));
+        }
   }
   pair.truth = std::move(u);
   pair.fixed = warp(rt, pair.moving, pair.truth);

@@ -18,6 +18,7 @@ struct SyntheticPair {
   Volume fixed, moving;
   Field truth;                // voxels
   std::vector<uint8_t> mask;  // 1 inside the phantom's outer ellipsoid, in the fixed image
+  Mat4 affine = identity4();  // make_image_pair with_affine: the known affine map (voxels)
 };
 
 // A size^3 pair. The phantom's features scale with size (they are laid out for 96^3); the true
@@ -34,8 +35,10 @@ Volume resample_to_spacing(Runtime& rt, const Volume& image, double voxel_mm);
 // truth = exp(v) for a seeded smooth random velocity v (a diffeomorphism, largest displacement
 // max_displacement voxels), fixed(x) = moving(x + truth(x)) (trilinear, through the library), so
 // that the convention of NOTE [ Synthetic pair convention ] holds. mask: the anatomy (fixed above
-// 10% of its 99.5th percentile).
+// 10% of its 99.5th percentile). with_affine: truth(x) = A (x + exp(v)(x)) - x with A a seeded
+// affine map about the volume's centre (a rotation of 3 to 10 degrees, scalings of 5 to 10% per
+// axis, a shift of 2 to 5 voxels), pair.affine.
 SyntheticPair make_image_pair(Runtime& rt, const Volume& image, double voxel_mm,
-                              double max_displacement, uint64_t seed);
+                              double max_displacement, uint64_t seed, bool with_affine = false);
 
 }  // namespace gsreg

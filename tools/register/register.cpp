@@ -68,6 +68,41 @@ std::vector<float> smooth(const std::vector<float>& in, Dims d, const bool axes[
   return a;
 }
 
+// The map from normalised coordinates of a grid of size d to its voxel coordinates.
+Mat4 normalized_to_voxel(Dims d) {
+  Mat4 m = identity4();
+  for (size_t a = 0; a < 3; ++a) {
+    const double s = double(d[int(a)]);
+    m[a][a] = s / 2;
+    m[a][3] = (s - 1) / 2;
+  }
+  return m;
+}
+
+// NOTE [ Linear stages in the deformable warp ]
+// With a rigid or affine stage the deformable stage samples the moving image at A (x + u(x)),
+// the transform that is written, in one interpolation (resampling the moving image through A
+// first and warping that would blur it twice). Normalised coordinates make A one map G for
+// every level (alignCorners false), so the warp's grid is G applied to the displaced grid, and
+// the grid gradient goes back through G's linear part transposed.
+// Points (x, y, z interleaved) through g (translation included), or vectors through the
+// transpose of its linear part.
+void map_points(const Mat4& g, bool transpose, std::vector<float>* v) {
+  float m[3][3];
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 3; ++j) m[i][j] = float(transpose ? g[j][i] : g[i][j]);
+  const float t[3] = {transpose ? 0.f : float(g[0][3]), transpose ? 0.f : float(g[1][3]),
+                      transpose ? 0.f : float(g[2][3])};
+  float* p = v->data();
+  const int64_t n = int64_t(v->size() / 3);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    float* q = p + 3 * i;
+    const float x = q[0], y = q[1], z = q[2];
+    for (size_t a = 0; a < 3; ++a) q[a] = m[a][0] * x + m[a][1] * y + m[a][2] * z + t[a];
+  }
+}
+
 // Multiplies the components of an interleaved field by per-axis factors.
 void scale_components(std::vector<float>* field, const float s[3]) {
   float* p = field->data();
@@ -232,15 +267,27 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 
   const int32_t user_threads = gridsampleGetNumThreads();
   RegisterResult result;
-  if (!options.affine_iters.empty()) {
-    const Mat4 g = register_affine(rt, pf, pm, dims, options);
+  const bool linear = !options.rigid_iters.empty() || !options.affine_iters.empty();
+  Mat4 linear_map = identity4();  // normalised form of result.affine
+  if (linear) {
+    // The rigid stage's centre and starting translation (world mm): the fixed image's centre of
+    // mass, and the shift that takes it onto the moving one's.
+    const auto cf = center_of_mass(pf[0], fixed.dims), cm = center_of_mass(pm[0], fixed.dims);
+    const auto wf = apply(fixed.affine, cf[0], cf[1], cf[2]);
+    const auto wm = apply(fixed.affine, cm[0], cm[1], cm[2]);
+    const double centre[3] = {wf[0], wf[1], wf[2]};
+    double shift[3] = {0, 0, 0};
+    if (options.center_of_mass)
+      for (size_t a = 0; a < 3; ++a) shift[a] = wm[a] - wf[a];
+    const double no_rotation[3] = {0, 0, 0};
+    const Mat4 p = multiply(fixed.affine, normalized_to_voxel(dims[0]));
+    Mat4 g = multiply(inverse(p), multiply(rigid_world(no_rotation, centre, shift), p));
+    if (!options.rigid_iters.empty())
+      g = register_rigid(rt, pf, pm, dims, fixed.affine, centre, shift, options, pk, progress);
+    if (!options.affine_iters.empty())
+      g = register_affine(rt, pf, pm, dims, options, g, pk, progress);
     result.affine = affine_voxel(g, fixed.dims);
-    // The moving pyramid through the affine map; the deformable stage starts from there.
-    for (int l = 0; l < levels; ++l) {
-      const Dims d = dims[size_t(l)];
-      pm[size_t(l)] = sample(rt, pm[size_t(l)], d, 1, affine_grid(affine_voxel(g, d), d, nullptr),
-                             d, Padding::Border);
-    }
+    linear_map = g;
   }
   Field param, uc, u;  // param: v (svf) or u (displacement); uc = exp(v) on v's grid
   std::vector<float> grid, warped, residual, grad, grad_c, grad_v;
@@ -304,6 +351,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
       }
       const Field& disp = svf ? u : param;
       displaced_grid(disp, &grid);
+      if (linear) map_points(linear_map, false, &grid);
       op.forward(grid, &warped);
       const float* weight = masked ? pk[l].data() : nullptr;
       const double m =
@@ -311,6 +359,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
               ? ssd_loss(warped.data(), f.data(), f.size(), residual.data(), weight)
               : lncc_loss(warped.data(), f.data(), d, options.window, residual.data(), weight);
       op.backward(residual, &grad);
+      if (linear) map_points(linear_map, true, &grad);
       scale_components(&grad, du_dg);
       if (upsampled) {
         scale_components(&grad, up_scale);
@@ -351,7 +400,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   } else {
     result.field = std::move(param);
   }
-  if (!options.affine_iters.empty()) {
+  if (linear) {
     // d(x) = A (x + u(x)) - x.
     const Dims d = result.field.dims;
     const Mat4& a = result.affine;
@@ -402,41 +451,120 @@ std::vector<float> affine_grid(const Mat4& voxel_affine, Dims d, std::vector<flo
   return grid;
 }
 
+namespace {
+
+// One level of a linear stage: the moving image's warp and grid gradient, planned once.
+class LinearLevel {
+ public:
+  LinearLevel(Runtime& rt, const std::vector<float>& fixed, const std::vector<float>& moving,
+              Dims d, const RegisterOptions& options, const float* weight)
+      : op_(rt, d, d, Padding::Border),
+        fixed_(fixed),
+        d_(d),
+        options_(options),
+        residual_(fixed.size()),
+        weight_(weight) {
+    op_.set_moving(moving);
+  }
+
+  // dE/d[M | t] (rows of the normalised map g = M n + t, row-major 3x4): one GridSampler3D warp,
+  // one GridSampler3DGrad grid gradient G(x), then sum_x G(x) n(x)^T and sum_x G(x).
+  std::array<double, 12> gradient(const Mat4& g) {
+    const std::vector<float> grid = affine_grid(affine_voxel(g, d_), d_, &n_);
+    op_.forward(grid, &warped_);
+    // A switch without a default, so that a new metric cannot be missed here (-Wswitch).
+    switch (options_.metric) {
+      case Metric::SSD:
+        metric_ =
+            ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data(), weight_);
+        break;
+      case Metric::LNCC:
+        metric_ = lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data(),
+                            weight_);
+        break;
+    }
+    op_.backward(residual_, &gg_);
+    std::array<double, 12> acc{};
+    for (size_t i = 0; i < gg_.size(); i += 3)
+      for (size_t a = 0; a < 3; ++a) {
+        const double v = gg_[i + a];
+        acc[4 * a + 0] += v * n_[i];
+        acc[4 * a + 1] += v * n_[i + 1];
+        acc[4 * a + 2] += v * n_[i + 2];
+        acc[4 * a + 3] += v;
+      }
+    return acc;
+  }
+
+  // Reports the last gradient()'s metric (per voxel) as iteration `it` (0-based) of `iters`.
+  void report(const ProgressFn& progress, const char* stage, size_t level, size_t levels, int it,
+              int iters, Clock::time_point t0) const {
+    if (!progress) return;
+    Progress p;
+    p.stage = stage;
+    p.level = int(level);
+    p.levels = int(levels);
+    p.dims = d_;
+    p.iter = it + 1;
+    p.iters = iters;
+    p.loss = p.metric = metric_ / double(d_.count());
+    p.seconds = since(t0);
+    progress(p);
+  }
+
+ private:
+  WarpOp op_;
+  const std::vector<float>& fixed_;
+  Dims d_;
+  const RegisterOptions& options_;
+  std::vector<float> warped_, residual_, gg_, n_;
+  const float* weight_;  // the fixed mask's level, or null
+  double metric_ = 0;
+};
+
+const float* level_weight(const std::vector<std::vector<float>>& mask, size_t l) {
+  return l < mask.size() && !mask[l].empty() ? mask[l].data() : nullptr;
+}
+
+// Rotations about x, y, z and their derivatives.
+Mat4 axis_rotation(int axis, double angle, bool derivative) {
+  const double c = std::cos(angle), s = std::sin(angle);
+  Mat4 r{};
+  const size_t i = size_t((axis + 1) % 3), j = size_t((axis + 2) % 3);
+  if (derivative) {
+    r[i][i] = -s, r[i][j] = -c, r[j][i] = c, r[j][j] = -s;
+  } else {
+    r = identity4();
+    r[i][i] = c, r[i][j] = -s, r[j][i] = s, r[j][j] = c;
+  }
+  return r;
+}
+
+}  // namespace
+
 Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
                      const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
-                     const RegisterOptions& options) {
+                     const RegisterOptions& options, const Mat4& initial,
+                     const std::vector<std::vector<float>>& mask, const ProgressFn& progress) {
   const int levels = int(dims.size());
-  Mat4 m = identity4();
+  Mat4 m = initial;
   const size_t na = std::min(options.affine_iters.size(), size_t(levels));
   for (size_t level = 0; level < na; ++level) {
     const size_t l = size_t(levels - 1) - level;
     const Dims d = dims[l];
     const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
-    WarpOp op(rt, d, d, Padding::Border);
-    op.set_moving(pm[l]);
-    std::vector<float> params(12), grad(12), warped, residual(pf[l].size()), gg, n;
+    LinearLevel stage(rt, pf[l], pm[l], d, options, level_weight(mask, l));
+    std::vector<float> params(12), grad(12);
     for (size_t a = 0; a < 3; ++a)
       for (size_t j = 0; j < 4; ++j) params[4 * a + j] = float(m[a][j]);
     Adam adam(options.affine_lr, 12, 0.0);
     for (int it = 0; it < options.affine_iters[level]; ++it) {
+      const auto t_iter = Clock::now();
       for (size_t a = 0; a < 3; ++a)
         for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
-      const std::vector<float> grid = affine_grid(affine_voxel(m, d), d, &n);
-      op.forward(grid, &warped);
-      if (options.metric == Metric::SSD)
-        ssd_loss(warped.data(), pf[l].data(), residual.size(), residual.data());
-      else
-        lncc_loss(warped.data(), pf[l].data(), d, options.window, residual.data());
-      op.backward(residual, &gg);
-      double acc[12] = {};
-      for (size_t i = 0; i < gg.size(); i += 3)
-        for (size_t a = 0; a < 3; ++a) {
-          const double g = gg[i + a];
-          acc[4 * a + 0] += g * n[i];
-          acc[4 * a + 1] += g * n[i + 1];
-          acc[4 * a + 2] += g * n[i + 2];
-          acc[4 * a + 3] += g;
-        }
+      const std::array<double, 12> acc = stage.gradient(m);
+      stage.report(progress, "affine", level, size_t(levels), it, options.affine_iters[level],
+                   t_iter);
       for (size_t k = 0; k < 12; ++k) grad[k] = float(acc[k]);
       adam.step(grad, &params);
     }
@@ -444,6 +572,96 @@ Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
       for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
   }
   return m;
+}
+
+Mat4 rigid_world(const double angles[3], const double c[3], const double t[3]) {
+  Mat4 r =
+      multiply(axis_rotation(2, angles[2], false),
+               multiply(axis_rotation(1, angles[1], false), axis_rotation(0, angles[0], false)));
+  for (size_t i = 0; i < 3; ++i) {
+    double off = c[i] + t[i];
+    for (size_t j = 0; j < 3; ++j) off -= r[i][j] * c[j];
+    r[i][3] = off;
+  }
+  return r;
+}
+
+std::array<double, 3> center_of_mass(const std::vector<float>& image, Dims d) {
+  double s = 0, m[3] = {0, 0, 0};
+  size_t i = 0;
+  for (int64_t z = 0; z < d.z; ++z)
+    for (int64_t y = 0; y < d.y; ++y)
+      for (int64_t x = 0; x < d.x; ++x, ++i) {
+        const double w = std::max(0.0, double(image[i]));
+        s += w, m[0] += w * double(x), m[1] += w * double(y), m[2] += w * double(z);
+      }
+  if (!(s > 0)) return {double(d.x - 1) / 2, double(d.y - 1) / 2, double(d.z - 1) / 2};
+  return {m[0] / s, m[1] / s, m[2] / s};
+}
+
+Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& pf,
+                    const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
+                    const Mat4& fixed_affine, const double centre[3], const double initial[3],
+                    const RegisterOptions& options, const std::vector<std::vector<float>>& mask,
+                    const ProgressFn& progress) {
+  const int levels = int(dims.size());
+  const Mat4 p = multiply(fixed_affine, normalized_to_voxel(dims[0]));
+  const Mat4 p_inv = inverse(p);
+  // The translation's unit: the volume's mean half extent (mm), the length of P's columns.
+  const std::array<double, 3> half = spacing(p);
+  const double unit = (half[0] + half[1] + half[2]) / 3;
+  // params: the three angles, then the translation in `unit`s.
+  std::vector<float> params = {
+      0, 0, 0, float(initial[0] / unit), float(initial[1] / unit), float(initial[2] / unit)};
+  std::vector<float> grad(6);
+  auto world = [&](const std::vector<float>& q) {
+    const double angles[3] = {q[0], q[1], q[2]};
+    const double t[3] = {q[3] * unit, q[4] * unit, q[5] * unit};
+    return rigid_world(angles, centre, t);
+  };
+  const size_t nr = std::min(options.rigid_iters.size(), size_t(levels));
+  for (size_t level = 0; level < nr; ++level) {
+    const size_t l = size_t(levels - 1) - level;
+    const Dims d = dims[l];
+    const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
+    LinearLevel stage(rt, pf[l], pm[l], d, options, level_weight(mask, l));
+    Adam adam(options.affine_lr, 6, 0.0);
+    for (int it = 0; it < options.rigid_iters[level]; ++it) {
+      const auto t_iter = Clock::now();
+      const std::array<double, 12> acc =
+          stage.gradient(multiply(p_inv, multiply(world(params), p)));
+      stage.report(progress, "rigid", level, size_t(levels), it, options.rigid_iters[level],
+                   t_iter);
+      // dE/dT = P^-T dE/dG P^T (dE/dG's last row is zero).
+      Mat4 dg{}, dt{};
+      for (size_t i = 0; i < 3; ++i)
+        for (size_t j = 0; j < 4; ++j) dg[i][j] = acc[4 * i + j];
+      for (size_t i = 0; i < 4; ++i)
+        for (size_t j = 0; j < 4; ++j)
+          for (size_t k = 0; k < 4; ++k)
+            for (size_t q = 0; q < 4; ++q) dt[i][j] += p_inv[k][i] * dg[k][q] * p[j][q];
+      double dr[3][3];
+      for (size_t i = 0; i < 3; ++i)
+        for (size_t j = 0; j < 3; ++j) dr[i][j] = dt[i][j] - dt[i][3] * centre[j];
+      Mat4 r[3], dr_da[3];
+      for (int a = 0; a < 3; ++a) {
+        r[a] = axis_rotation(a, params[size_t(a)], false);
+        dr_da[a] = axis_rotation(a, params[size_t(a)], true);
+      }
+      const Mat4 partial[3] = {multiply(r[2], multiply(r[1], dr_da[0])),
+                               multiply(r[2], multiply(dr_da[1], r[0])),
+                               multiply(dr_da[2], multiply(r[1], r[0]))};
+      for (size_t a = 0; a < 3; ++a) {
+        double g = 0;
+        for (size_t i = 0; i < 3; ++i)
+          for (size_t j = 0; j < 3; ++j) g += dr[i][j] * partial[a][i][j];
+        grad[a] = float(g);
+        grad[3 + a] = float(dt[a][3] * unit);
+      }
+      adam.step(grad, &params);
+    }
+  }
+  return multiply(p_inv, multiply(world(params), p));
 }
 
 Volume warp(Runtime& rt, const Volume& moving, const Field& u) {
@@ -455,11 +673,27 @@ Volume warp(Runtime& rt, const Volume& moving, const Field& u) {
   return out;
 }
 
-Field inverse_transform(Runtime& rt, const Field& velocity, Dims out) {
+Field inverse_transform(Runtime& rt, const Field& velocity, Dims out, const Mat4& affine) {
   Field neg = velocity;
   for (float& x : neg.data) x = -x;
   Field w = exp_field(rt, neg);
-  return w.dims == out ? w : resize_field(rt, w, out);
+  if (w.dims != out) w = resize_field(rt, w, out);
+  if (affine == identity4()) return w;
+  // y -> z + w(z) - y with z = A^-1 y: w sampled at z (border padding, as everywhere a field is
+  // resampled).
+  const Mat4 a_inv = inverse(affine);
+  Field inv(out);
+  inv.data = sample(rt, w.data, out, 3, affine_grid(a_inv, out, nullptr), out, Padding::Border);
+  size_t i = 0;
+  for (int64_t z = 0; z < out.z; ++z)
+    for (int64_t y = 0; y < out.y; ++y)
+      for (int64_t x = 0; x < out.x; ++x, i += 3) {
+        const auto q = apply(a_inv, double(x), double(y), double(z));
+        inv.data[i] += float(q[0] - double(x));
+        inv.data[i + 1] += float(q[1] - double(y));
+        inv.data[i + 2] += float(q[2] - double(z));
+      }
+  return inv;
 }
 
 Volume apply_field(Runtime& rt, const Volume& moving, const Field& u, const Mat4& affine,

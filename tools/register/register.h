@@ -23,6 +23,7 @@
 // voxel units rescaled), starts the next. An axis is halved only while it keeps >= 8 voxels.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -56,6 +57,13 @@ struct RegisterOptions {
   // first; empty: no affine stage.
   std::vector<int> affine_iters;
   double affine_lr = 0.005;  // Adam step of the affine parameters (normalised coordinates)
+  // Rigid stage before the affine one (NOTE [ Rigid stage ]): iterations per level, coarsest
+  // first; empty: no rigid stage. Its Adam step is affine_lr radians, and affine_lr times the
+  // volume's half extent for the translation.
+  std::vector<int> rigid_iters;
+  // With a rigid or affine stage: start from the translation that maps the fixed image's centre
+  // of mass onto the moving image's (as ANTs does), so that large shifts are caught.
+  bool center_of_mass = true;
 
   // These options with the defaults filled in.
   RegisterOptions resolved() const;
@@ -63,7 +71,8 @@ struct RegisterOptions {
 
 // Reported after every iteration.
 struct Progress {
-  int level = 0;  // 0 = coarsest
+  const char* stage = nullptr;  // "rigid" or "affine" for the linear stages; null: deformable
+  int level = 0;                // 0 = coarsest
   int levels = 0;
   Dims dims;
   int iter = 0;  // 1-based
@@ -72,6 +81,8 @@ struct Progress {
   int squarings = 0;                     // scaling and squaring steps (svf)
   double seconds = 0;                    // wall time of this iteration
 };
+
+using ProgressFn = std::function<void(const Progress&)>;
 
 struct LevelStats {
   Dims dims;
@@ -82,9 +93,10 @@ struct LevelStats {
 
 struct RegisterResult {
   Field field;  // on fixed's grid, voxels: moving(x + field(x)) ~ fixed(x), affine included
-  Mat4 affine = identity4();  // the affine stage's map, fixed voxel -> moving voxel (same grid)
-  Field velocity;             // svf only: field = exp(velocity)
-  Volume warped;              // moving warped onto fixed's grid, original intensities
+  // The rigid and affine stages' map, fixed voxel -> moving voxel (same grid); identity without.
+  Mat4 affine = identity4();
+  Field velocity;  // svf only: field = exp(velocity)
+  Volume warped;   // moving warped onto fixed's grid, original intensities
   std::vector<LevelStats> levels;
 };
 
@@ -109,15 +121,44 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 // NOTE [ Affine stage ]
 // An affine map g = M n + t between normalised coordinates (n of the fixed voxel, g where the
 // moving image is sampled: affine_grid's convention), optimised by Adam on its 12 numbers from
-// the identity, coarse to fine over the pyramid: each iteration one GridSampler3D warp and one
-// GridSampler3DGrad grid gradient G(x), then dE/dM = sum_x G(x) n(x)^T and dE/dt = sum_x G(x).
-// The deformable stage then registers the moving image resampled through it, and the written
-// field is the composition d(x) = A (x + u(x)) - x with A the same map in voxel coordinates.
-// register_affine takes the intensity-normalised pyramids (finest first) and returns [M | t] (the
-// normalised form); affine_voxel gives its voxel form A on a grid of size d.
+// `initial` (the rigid stage's result), coarse to fine over the pyramid: each iteration one
+// GridSampler3D warp and one GridSampler3DGrad grid gradient G(x), then
+// dE/dM = sum_x G(x) n(x)^T and dE/dt = sum_x G(x). The deformable stage then samples the moving
+// image at A (x + u(x)) (NOTE [ Linear stages in the deformable warp ] in register.cpp), and the
+// written field is d(x) = A (x + u(x)) - x with A the same map in voxel coordinates.
+// register_affine takes the intensity-normalised pyramids (finest first; the fixed mask's levels
+// weight the metric when given) and returns [M | t] (the normalised form); affine_voxel gives
+// its voxel form A on a grid of size d.
 Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& fixed_pyramid,
                      const std::vector<std::vector<float>>& moving_pyramid,
-                     const std::vector<Dims>& dims, const RegisterOptions& options);
+                     const std::vector<Dims>& dims, const RegisterOptions& options,
+                     const Mat4& initial = identity4(),
+                     const std::vector<std::vector<float>>& mask_pyramid = {},
+                     const ProgressFn& progress = {});
+
+// NOTE [ Rigid stage ]
+// A rotation and a translation in world space (mm, through the fixed image's affine, so that it
+// stays rigid on anisotropic or oblique grids): T(w) = R (w - c) + c + t, R = Rz(gamma) Ry(beta)
+// Rx(alpha) (ANTs' Euler3DTransform), c the fixed image's centre of mass. Its normalised form is
+// G = P^-1 T P with P the map from normalised coordinates of the fixed grid to world (the same on
+// every level, alignCorners false). Each iteration is the affine stage's (one warp, one grid
+// gradient, dE/dG), then the chain rule: dE/dT = P^-T dE/dG P^T, dE/dt = the last column of
+// dE/dT, dE/dR = dE/dT's linear part minus that column times c^T, and each angle's derivative is
+// <dE/dR, dR/dangle>. Adam sees the angles in radians and the translation in units of the
+// volume's half extent, so that one step moves the volume's edge about as far either way.
+// register_rigid returns the normalised form of the result; `initial` is T's starting
+// translation (mm).
+Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& fixed_pyramid,
+                    const std::vector<std::vector<float>>& moving_pyramid,
+                    const std::vector<Dims>& dims, const Mat4& fixed_affine, const double centre[3],
+                    const double initial[3], const RegisterOptions& options,
+                    const std::vector<std::vector<float>>& mask_pyramid = {},
+                    const ProgressFn& progress = {});
+// The rigid map of NOTE [ Rigid stage ] in world coordinates, from the three Euler angles
+// (radians), the centre and the translation (mm).
+Mat4 rigid_world(const double angles[3], const double centre[3], const double translation[3]);
+// The centre of mass of a non-negative image, voxel coordinates.
+std::array<double, 3> center_of_mass(const std::vector<float>& image, Dims d);
 Mat4 affine_voxel(const Mat4& normalized, Dims d);
 // The sampling grid of a voxel affine (voxel x -> voxel A x, one grid of size d), as PyTorch's
 // affine_grid makes it; `normalized`, if given, receives the voxels' own normalised coordinates.
@@ -128,13 +169,16 @@ Volume warp(Runtime& rt, const Volume& moving, const Field& u);
 
 // `moving` (any grid) sampled at world position A (x + u(x)) for each voxel x of u's grid, whose
 // affine is `affine` (the fixed image's): what `gridsample-register apply` writes. Zero outside
-// moving; Interp::Nearest keeps label values.
+// moving; Interp::Nearest keeps label values, Interp::Cubic is the operator's tricubic mode.
 Volume apply_field(Runtime& rt, const Volume& moving, const Field& u, const Mat4& affine,
                    Interp interp);
 
 // The inverse of exp(velocity), exp(-velocity), on the grid `out` (the velocity's grid may be
-// coarser): moving-grid point y maps back to y + w(y) in the fixed image.
-Field inverse_transform(Runtime& rt, const Field& velocity, Dims out);
+// coarser): moving-grid point y maps back to y + w(y) in the fixed image. With a linear stage's
+// voxel map A (RegisterResult::affine; the forward transform x -> A (x + u(x))), the inverse is
+// y -> exp(-v)(A^-1 y), written as the displacement A^-1 y + w(A^-1 y) - y on the same grid.
+Field inverse_transform(Runtime& rt, const Field& velocity, Dims out,
+                        const Mat4& affine = identity4());
 
 // A field on a coarser or finer grid over the same extent, its voxel units rescaled.
 Field resize_field(Runtime& rt, const Field& f, Dims to);

@@ -117,8 +117,9 @@ class WarpOp {
 
 // One-shot sampling of a `channels`-channel volume (channel-last, interleaved, as a Field) at
 // `grid`, with a single-use executor: pyramids, field upsampling, resampling onto another grid.
-// Interpolation modes of the operator (interpolationMode).
-enum class Interp : int64_t { Linear = 0, Nearest = 1 };
+// Interpolation modes of the operator (interpolationMode): trilinear, nearest, tricubic (Keys
+// cubic convolution, A = -0.75, on three axes: SPEC 4.5).
+enum class Interp : int64_t { Linear = 0, Nearest = 1, Cubic = 2 };
 std::vector<float> sample(Runtime& rt, const std::vector<float>& input, Dims in_dims,
                           int64_t channels, const std::vector<float>& grid, Dims out_dims,
                           Padding padding, Interp interp = Interp::Linear);
