@@ -102,6 +102,20 @@ double add_diffusion(const Field& u, double lambda, std::vector<float>* grad) {
   return energy;
 }
 
+// The metric's loss, dM/dW into grad (NOTE [ Registration model ]).
+double metric_loss(const RegisterOptions& o, const std::vector<float>& warped,
+                   const std::vector<float>& fixed, Dims d, float* grad, const float* weight) {
+  switch (o.metric) {
+    case Metric::SSD:
+      return ssd_loss(warped.data(), fixed.data(), fixed.size(), grad, weight);
+    case Metric::LNCC:
+      return lncc_loss(warped.data(), fixed.data(), d, o.window, grad, weight);
+    case Metric::MI:
+      return mi_loss(warped.data(), fixed.data(), fixed.size(), o.bins, grad, weight);
+  }
+  return 0;
+}
+
 // NOTE [ Optimiser ]
 // Adam (beta 0.9 / 0.999), per element. For the displacement model with its absolute epsilon
 // (1e-8), as before. For the velocity model epsilon is relative: 5% of the largest
@@ -206,6 +220,8 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
     throw std::invalid_argument("one iteration count per level is needed");
   if (given.window < 1 || given.window % 2 == 0)
     throw std::invalid_argument("the LNCC window must be odd");
+  if (given.metric == Metric::MI && (given.bins < 4 || given.bins > 1024))
+    throw std::invalid_argument("mutual information needs 4 to 1024 histogram bins");
   const RegisterOptions options = given.resolved();
   const int levels = options.levels;
   const bool svf = options.transform == Transform::SVF;
@@ -306,10 +322,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
       displaced_grid(disp, &grid);
       op.forward(grid, &warped);
       const float* weight = masked ? pk[l].data() : nullptr;
-      const double m =
-          options.metric == Metric::SSD
-              ? ssd_loss(warped.data(), f.data(), f.size(), residual.data(), weight)
-              : lncc_loss(warped.data(), f.data(), d, options.window, residual.data(), weight);
+      const double m = metric_loss(options, warped, f, d, residual.data(), weight);
       op.backward(residual, &grad);
       scale_components(&grad, du_dg);
       if (upsampled) {
@@ -423,10 +436,7 @@ Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
         for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
       const std::vector<float> grid = affine_grid(affine_voxel(m, d), d, &n);
       op.forward(grid, &warped);
-      if (options.metric == Metric::SSD)
-        ssd_loss(warped.data(), pf[l].data(), residual.size(), residual.data());
-      else
-        lncc_loss(warped.data(), pf[l].data(), d, options.window, residual.data());
+      metric_loss(options, warped, pf[l], d, residual.data(), nullptr);
       op.backward(residual, &gg);
       double acc[12] = {};
       for (size_t i = 0; i < gg.size(); i += 3)
