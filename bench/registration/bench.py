@@ -4,8 +4,10 @@
 Known-field pairs: a head (MNI152 2009a T1 from the nilearn wheel, Colin27 from mricron-data) at
 2 mm, warped by seeded random diffeomorphisms (gridsample-register --pair-from makes them; the
 truth is exp(v) of a smooth velocity). Inter-subject pair: MNI152 (fixed) against Colin27
-(moving), scored by the Dice of grey and white matter. Both tools run on the same files with the
-same thread count; every score is computed here, from the files each tool wrote, in one way.
+(moving), scored by the Dice of grey and white matter. Different-contrast pairs: the MNI152
+known-field pairs with the fixed image turned T2-like by a non-monotone intensity map (t2_like),
+registered with mutual information by both tools. Both tools run on the same files with the same
+thread count; every score is computed here, from the files each tool wrote, in one way.
 Run by bench/registration/run, which makes the virtual environment and the data.
 """
 import argparse
@@ -94,13 +96,30 @@ def dice(a, b, label):
     return float(2 * (x & y).sum() / max(1, x.sum() + y.sum()))
 
 
-def ants_register(fixed_path, moving_path, kind, work):
+# The T2-like map of a T1 head: knots of T1 intensity (over its 99.5th percentile inside the
+# head) -> T2-like intensity. On the MNI152 2009a T1 (2 mm) CSF lies near 0.3, grey matter near
+# 0.71, white matter near 0.95 (medians where the tissue maps exceed 90%): CSF becomes the
+# brightest, grey matter 0.6, white matter 0.35, as in a T2-weighted image; the background stays
+# dark. Not monotone, so a linear or rank correlation cannot match the two images.
+T2_KNOTS = ([0.0, 0.05, 0.3, 0.5, 0.71, 0.95, 1.2], [0.0, 0.05, 1.0, 0.8, 0.6, 0.35, 0.3])
+T2_NOISE = 0.02  # Gaussian noise, standard deviation in the mapped units (seeded)
+
+
+def t2_like(t1, seed):
+    """A T2-like image from a T1 one: T2_KNOTS' piecewise-linear map, plus T2_NOISE."""
+    x = t1 / np.percentile(t1[t1 > 0.1 * t1.max()], 99.5)
+    y = np.interp(x, *T2_KNOTS)
+    rng = np.random.default_rng(seed)
+    return (y + T2_NOISE * rng.standard_normal(y.shape)).astype(np.float32)
+
+
+def ants_register(fixed_path, moving_path, kind, work, **kwargs):
     import ants
     f = ants.image_read(fixed_path)
     m = ants.image_read(moving_path)
     t0 = time.perf_counter()
     reg = ants.registration(fixed=f, moving=m, type_of_transform=kind,
-                            outprefix=os.path.join(work, "ants_"))
+                            outprefix=os.path.join(work, "ants_"), **kwargs)
     wall = time.perf_counter() - t0
     comp = ants.apply_transforms(fixed=f, moving=m, transformlist=reg["fwdtransforms"],
                                  compose=os.path.join(work, "ants_comp_"))
@@ -142,8 +161,16 @@ def main():
     ap.add_argument("--max-disp", type=float, default=5)
     ap.add_argument("--ants", default="SyN", help="ANTsPy type_of_transform values, comma-separated")
     ap.add_argument("--ours", default="", help="extra gridsample-register options")
-    ap.add_argument("--no-inter", action="store_true")
+    ap.add_argument("--no-inter", action="store_true", help="leaves inter out of --pairs")
+    ap.add_argument("--pairs", default="known,inter,contrast",
+                    help="which pairs, comma-separated: known (known-field pairs, same contrast), "
+                    "inter (MNI152 vs Colin27), contrast (T2-like vs T1 known-field pairs, MI)")
     a = ap.parse_args()
+    pairs = set(p for p in a.pairs.split(",") if p)
+    if pairs - {"known", "inter", "contrast"}:
+        ap.error(f"--pairs takes known, inter and contrast, got {a.pairs!r}")
+    if a.no_inter:
+        pairs.discard("inter")
     os.environ["ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS"] = str(a.threads)
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
     os.makedirs(a.work, exist_ok=True)
@@ -172,20 +199,30 @@ def main():
         log(f"  {pair:28s} {tool:24s} {wall:7.1f} s  " +
             "  ".join(f"{k} {v:.4g}" for k, v in s.items()))
 
-    for title, stem in heads.items():
-        for seed in [int(x) for x in a.seeds.split(",") if x]:
-            pair = f"{title} known field, seed {seed}"
-            d = w(f"{stem}_s{seed}")
-            common = ["--voxel-size", "2", "--max-disp", str(a.max_disp), "--seed", str(seed),
-                      "--levels", "1", "--iters", "1", "--threads", str(a.threads)]
+    made = set()
+
+    def known_pair(stem, seed):
+        """The known-field pair of a head (fixed, moving, truth in voxels, brain mask), made once
+        per run."""
+        d = w(f"{stem}_s{seed}")
+        common = ["--voxel-size", "2", "--max-disp", str(a.max_disp), "--seed", str(seed),
+                  "--levels", "1", "--iters", "1", "--threads", str(a.threads)]
+        if (stem, seed) not in made:
             run_tool(a.tool, ["--pair-from", w(f"{stem}_head.nii.gz")] + common, d + "/pair")
             run_tool(a.tool, ["--pair-from", w(f"{stem}_brain.nii.gz")] + common, d + "/mask")
-            fixed_path, moving_path = d + "/pair/fixed.nii.gz", d + "/pair/moving.nii.gz"
+            made.add((stem, seed))
+        fixed_path, moving_path = d + "/pair/fixed.nii.gz", d + "/pair/moving.nii.gz"
+        affine = nib.load(fixed_path).affine
+        truth = field_voxels(d + "/pair/true_field.nii.gz", affine)
+        _, mask = load(d + "/mask/fixed.nii.gz")
+        return d, fixed_path, moving_path, truth, mask > 0.5 * mask.max()
+
+    seeds = [int(x) for x in a.seeds.split(",") if x]
+    for title, stem in heads.items() if "known" in pairs else ():
+        for seed in seeds:
+            pair = f"{title} known field, seed {seed}"
+            d, fixed_path, moving_path, truth, mask = known_pair(stem, seed)
             _, fixed = load(fixed_path)
-            affine = nib.load(fixed_path).affine
-            truth = field_voxels(d + "/pair/true_field.nii.gz", affine)
-            _, mask = load(d + "/mask/fixed.nii.gz")
-            mask = mask > 0.5 * mask.max()
             wall, t, warped = ours_register(a.tool, fixed_path, moving_path, a.threads,
                                             d + "/ours", ours_extra)
             add(pair, "gridsample-register", wall, scores(t, warped, fixed, truth, mask))
@@ -193,7 +230,27 @@ def main():
                 wall, t, warped = ants_register(fixed_path, moving_path, k, d)
                 add(pair, f"ANTs {k}", wall, scores(t, warped, fixed, truth, mask))
 
-    if not a.no_inter:
+    # Different contrasts: the MNI152 known-field pair with a T2-like fixed image (t2_like of the
+    # warped T1), the T1 moving. Both tools register with mutual information (ours --metric mi,
+    # ANTs with aff_metric and syn_metric 'mattes'); NCC is scored against the fixed T1 (before
+    # the map), which the warped T1 should match.
+    for seed in seeds if "contrast" in pairs else ():
+        pair = f"MNI152 T2-like vs T1, seed {seed}"
+        d, fixed_t1_path, moving_path, truth, mask = known_pair("mni", seed)
+        img, fixed_t1 = load(fixed_t1_path)
+        fixed_path = d + "/pair/fixed_t2like.nii.gz"
+        nib.save(nib.Nifti1Image(t2_like(fixed_t1, seed), img.affine), fixed_path)
+        dc = d + "/contrast"
+        os.makedirs(dc, exist_ok=True)
+        wall, t, warped = ours_register(a.tool, fixed_path, moving_path, a.threads, dc + "/ours",
+                                        ["--metric", "mi"] + ours_extra)
+        add(pair, "gridsample-register", wall, scores(t, warped, fixed_t1, truth, mask))
+        for k in kinds:
+            wall, t, warped = ants_register(fixed_path, moving_path, k, dc,
+                                            aff_metric="mattes", syn_metric="mattes")
+            add(pair, f"ANTs {k} (mattes)", wall, scores(t, warped, fixed_t1, truth, mask))
+
+    if "inter" in pairs:
         # MNI152 (fixed) against Colin27 (moving), both at 2 mm (the --pair-from resampling with
         # no displacement), and their grey/white matter labels.
         d = w("inter")
