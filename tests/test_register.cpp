@@ -840,6 +840,11 @@ TEST(Metric, MiGradientMatchesFiniteDifferences) {
       EXPECT_LT(worst_f, 2e-3 * largest) << "float, " << bins << " bins, weighted " << weighted;
     }
   }
+  // Nothing counted: no loss, no gradient.
+  const std::vector<double> none(n, 0.0);
+  std::vector<double> grad(n, 1.0);
+  EXPECT_EQ(mi_loss(w.data(), f.data(), n, 32, grad.data(), none.data()), 0);
+  for (double g : grad) ASSERT_EQ(g, 0);
 }
 
 // Loss at alignment and at shifts of the moving phantom along each axis, for the fixed image
