@@ -572,197 +572,6 @@ TEST(Metric, LnccGradientMatchesFiniteDifferences) {
   }
 }
 
-// `apply` with nearest interpolation carries label values over unchanged; linear interpolation of
-// the same map does not; a zero field on the label map's own grid reproduces it.
-TEST(Cli, ApplyNearestKeepsLabelValues) {
-  TempDir dir;
-  const Volume geometry = test_volume({12, 11, 10});
-  Volume labels(geometry.dims, geometry.affine);
-  const float values[4] = {0, 3, 7, 12};
-  for (size_t i = 0; i < labels.data.size(); ++i) labels.data[i] = values[(i / 7 + i / 130) % 4];
-  write_nifti(dir / "labels.nii.gz", labels);
-  Field u(geometry.dims);
-  for (size_t i = 0; i < u.data.size(); ++i)
-    u.data[i] = float(0.4 + 0.8 * std::sin(0.3 * double(i)));
-  write_nifti_field(dir / "field.nii.gz", u, geometry.affine);
-  write_nifti_field(dir / "zero.nii.gz", Field(geometry.dims), geometry.affine);
-  CliRun r = cli({"apply", "--field", dir / "field.nii.gz", "--moving", dir / "labels.nii.gz",
-                  "--out", dir / "out.nii.gz", "--interp", "nearest"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  const Volume w = read_nifti(dir / "out.nii.gz");
-  ASSERT_EQ(w.dims, geometry.dims);
-  int64_t moved = 0;
-  for (size_t i = 0; i < w.data.size(); ++i) {
-    ASSERT_TRUE(w.data[i] == 0 || w.data[i] == 3 || w.data[i] == 7 || w.data[i] == 12)
-        << i << ": " << w.data[i];
-    moved += w.data[i] != labels.data[i];
-  }
-  EXPECT_GT(moved, 0);
-  r = cli({"apply", "--field", dir / "field.nii.gz", "--moving", dir / "labels.nii.gz", "--out",
-           dir / "linear.nii.gz"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  const Volume lin = read_nifti(dir / "linear.nii.gz");
-  int64_t blended = 0;
-  for (float v : lin.data) blended += !(v == 0 || v == 3 || v == 7 || v == 12);
-  EXPECT_GT(blended, 0);
-  r = cli({"apply", "--field", dir / "zero.nii.gz", "--moving", dir / "labels.nii.gz", "--out",
-           dir / "same.nii.gz", "--interp", "nearest"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(read_nifti(dir / "same.nii.gz").data, labels.data);
-  expect_one_line_error(cli({"apply", "--field", dir / "field.nii.gz"}), "--moving");
-  EXPECT_EQ(cli({"apply", "--interp", "cubic"}).status, 2);
-  const CliRun missing = cli({"apply", "--field", dir / "nope.nii.gz", "--moving",
-                              dir / "labels.nii.gz", "--out", dir / "x.nii.gz"});
-  expect_one_line_error(missing, "nope.nii.gz");
-  EXPECT_EQ(missing.status, 1);
-}
-
-// exp(-v) inverts exp(v): u(x) + w(x + u(x)) = 0 up to interpolation error, and the CLI writes it.
-TEST(Transform, InverseOfTheExponentialComposesToIdentity) {
-  Runtime rt;
-  const Dims d{32, 30, 28};
-  const Field v = field_of(d, [](double x, double y, double z) { return wavy(2.5, x, y, z, 22); });
-  const Field u = exp_field(rt, v);
-  const Field w = inverse_transform(rt, v, d);
-  std::vector<float> grid;
-  displaced_grid(u, &grid);
-  const std::vector<float> w_at = sample(rt, w.data, d, 3, grid, d, Padding::Border);
-  double worst = 0, largest = 0;
-  for (int64_t z = 5; z < d.z - 5; ++z)
-    for (int64_t y = 5; y < d.y - 5; ++y)
-      for (int64_t x = 5; x < d.x - 5; ++x) {
-        const size_t i = size_t(3 * ((z * d.y + y) * d.x + x));
-        for (size_t a = 0; a < 3; ++a) {
-          worst = std::max(worst, std::fabs(double(u.data[i + a]) + w_at[i + a]));
-          largest = std::max(largest, std::fabs(double(u.data[i + a])));
-        }
-      }
-  ASSERT_GT(largest, 2.0);
-  // Each exponential carries the first-order error of the default number of squarings plus
-  // trilinear interpolation error (a first step of a quarter voxel gives 0.13 here, half a voxel
-  // 0.22); a wrong inverse would be off by twice the displacement.
-  EXPECT_LT(worst, 0.3);
-}
-
-// --fixed-labels/--moving-labels: the moving labels are warped with nearest interpolation and
-// their Dice improves; a label map on another grid, or with fractional values, is an error.
-TEST(Cli, LabelDiceImprovesAndBadLabelMapsAreErrors) {
-  TempDir dir;
-  const SyntheticPair pair = make_synthetic_pair(32, 2.0, 3);
-  auto labels_of = [](const Volume& v) {
-    Volume l = v;
-    for (float& x : l.data) x = float((x > 0.25f) + (x > 0.5f));
-    return l;
-  };
-  write_nifti(dir / "fixed.nii.gz", pair.fixed);
-  write_nifti(dir / "moving.nii.gz", pair.moving);
-  write_nifti(dir / "fixed_labels.nii.gz", labels_of(pair.fixed));
-  write_nifti(dir / "moving_labels.nii.gz", labels_of(pair.moving));
-  const std::vector<std::string> base = {"--fixed",  dir / "fixed.nii.gz",
-                                         "--moving", dir / "moving.nii.gz",
-                                         "--levels", "2",
-                                         "--iters",  "60,30",
-                                         "--out",    dir / "out"};
-  std::vector<std::string> args = base;
-  args.insert(args.end(), {"--fixed-labels", dir / "fixed_labels.nii.gz", "--moving-labels",
-                           dir / "moving_labels.nii.gz"});
-  const CliRun r = cli(args);
-  ASSERT_EQ(r.status, 0) << r.err;
-  const size_t at = r.out.find("Dice, mean of 2 labels");
-  ASSERT_NE(at, std::string::npos) << r.out;
-  std::istringstream line(r.out.substr(at + std::string("Dice, mean of 2 labels").size()));
-  double before = 0, after = 0;
-  line >> before >> after;
-  EXPECT_GT(after, before + 0.02) << r.out;
-  const Volume warped = read_nifti(dir / "out/warped_labels.nii.gz");
-  for (float v : warped.data) ASSERT_TRUE(v == 0 || v == 1 || v == 2) << v;
-  // A label map on another grid, and one with fractional values.
-  write_nifti(dir / "small_labels.nii.gz", labels_of(make_synthetic_pair(16, 1.0, 3).fixed));
-  Volume fractional = labels_of(pair.fixed);
-  fractional.data[5] = 0.5f;
-  write_nifti(dir / "fractional.nii.gz", fractional);
-  for (const auto& [file, mentions] : std::vector<std::pair<std::string, std::string>>{
-           {"small_labels.nii.gz", "not on the grid"}, {"fractional.nii.gz", "integer"}}) {
-    std::vector<std::string> bad = base;
-    bad.insert(bad.end(),
-               {"--fixed-labels", dir / file, "--moving-labels", dir / "moving_labels.nii.gz"});
-    const CliRun e = cli(bad);
-    expect_one_line_error(e, mentions);
-    EXPECT_EQ(e.status, 1) << file;
-  }
-  expect_one_line_error(cli({"--fixed-labels", dir / "fixed_labels.nii.gz"}), "--moving-labels");
-  // --fixed-mask: a mask off the fixed grid is an error too; a right one runs.
-  std::vector<std::string> masked = base;
-  masked.insert(masked.end(), {"--fixed-mask", dir / "small_labels.nii.gz"});
-  expect_one_line_error(cli(masked), "not on the grid");
-  masked.back() = dir / "fixed_labels.nii.gz";
-  EXPECT_EQ(cli(masked).status, 0);
-}
-
-// A fixed mask weights the metric: an empty one stops the registration, a full one changes
-// nothing.
-TEST(Register, FixedMaskWeightsTheMetric) {
-  Runtime rt;
-  const SyntheticPair pair = make_synthetic_pair(24, 2.0, 5);
-  RegisterOptions opt;
-  opt.levels = 2;
-  opt.iters = {20, 10};
-  const RegisterResult free = register_volumes(rt, pair.fixed, pair.moving, opt);
-  opt.fixed_mask.assign(size_t(pair.fixed.dims.count()), 1.f);
-  const RegisterResult full = register_volumes(rt, pair.fixed, pair.moving, opt);
-  // (Equal up to rounding: the coarse level's mask is a smoothed and resampled 1.)
-  ASSERT_EQ(full.field.data.size(), free.field.data.size());
-  for (size_t i = 0; i < free.field.data.size(); ++i)
-    ASSERT_NEAR(full.field.data[i], free.field.data[i], 1e-3) << i;
-  opt.fixed_mask.assign(size_t(pair.fixed.dims.count()), 0.f);
-  const RegisterResult none = register_volumes(rt, pair.fixed, pair.moving, opt);
-  EXPECT_GT(field_norms(free.field).max_norm, 0.5);
-  EXPECT_EQ(field_norms(none.field).max_norm, 0);
-}
-
-// The affine stage recovers a known affine map (rotation, anisotropic scaling, shift) of the
-// phantom; the written field is that map.
-TEST(Register, AffineStageRecoversAKnownMatrix) {
-  Runtime rt;
-  const Volume p = make_synthetic_pair(40, 0.0, 2).moving;
-  const Dims d = p.dims;
-  Mat4 truth = identity4();
-  const double c = std::cos(0.1), s = std::sin(0.1), mid = 19.5;
-  const double lin[3][3] = {{1.04 * c, -s, 0}, {1.04 * s, c, 0.03}, {0, -0.02, 0.97}};
-  const double shift[3] = {1.5, -1.0, 0.8};
-  for (size_t i = 0; i < 3; ++i) {
-    double off = shift[i] + mid;
-    for (size_t j = 0; j < 3; ++j) {
-      truth[i][j] = lin[i][j];
-      off -= lin[i][j] * mid;
-    }
-    truth[i][3] = off;  // about the volume's centre
-  }
-  Volume fixed(d, p.affine);
-  fixed.data = sample(rt, p.data, d, 1, affine_grid(truth, d, nullptr), d, Padding::Border);
-  RegisterOptions opt;
-  opt.levels = 2;
-  opt.iters = {1, 1};
-  opt.learning_rate = 1e-6;  // the deformable stage stays put
-  opt.metric = Metric::SSD;
-  opt.affine_iters = {200, 100};
-  const RegisterResult r = register_volumes(rt, fixed, p, opt);
-  double worst = 0;
-  for (int64_t z = 8; z < 32; z += 4)
-    for (int64_t y = 8; y < 32; y += 4)
-      for (int64_t x = 8; x < 32; x += 4) {
-        const auto want = apply(truth, double(x), double(y), double(z));
-        const auto got = apply(r.affine, double(x), double(y), double(z));
-        const size_t i = size_t(3 * ((z * d.y + y) * d.x + x));
-        for (size_t a = 0; a < 3; ++a) {
-          worst = std::max(worst, std::fabs(got[a] - want[a]));
-          const double pos = a == 0 ? double(x) : (a == 1 ? double(y) : double(z));
-          EXPECT_NEAR(r.field.data[i + a], want[a] - pos, 0.3);
-        }
-      }
-  EXPECT_LT(worst, 0.3);
-}
-
 namespace {
 
 // A non-monotone, T2-like remap of the phantom's intensities: the background stays dark, the
@@ -1004,4 +813,195 @@ TEST(Cli, MutualInformationOptions) {
   expect_one_line_error(cli({"--bins", "16"}), "--metric mi");
   EXPECT_EQ(cli({"--bins", "16"}).status, 2);
   EXPECT_NE(cli({"--help"}).out.find("--bins"), std::string::npos);
+}
+
+// `apply` with nearest interpolation carries label values over unchanged; linear interpolation of
+// the same map does not; a zero field on the label map's own grid reproduces it.
+TEST(Cli, ApplyNearestKeepsLabelValues) {
+  TempDir dir;
+  const Volume geometry = test_volume({12, 11, 10});
+  Volume labels(geometry.dims, geometry.affine);
+  const float values[4] = {0, 3, 7, 12};
+  for (size_t i = 0; i < labels.data.size(); ++i) labels.data[i] = values[(i / 7 + i / 130) % 4];
+  write_nifti(dir / "labels.nii.gz", labels);
+  Field u(geometry.dims);
+  for (size_t i = 0; i < u.data.size(); ++i)
+    u.data[i] = float(0.4 + 0.8 * std::sin(0.3 * double(i)));
+  write_nifti_field(dir / "field.nii.gz", u, geometry.affine);
+  write_nifti_field(dir / "zero.nii.gz", Field(geometry.dims), geometry.affine);
+  CliRun r = cli({"apply", "--field", dir / "field.nii.gz", "--moving", dir / "labels.nii.gz",
+                  "--out", dir / "out.nii.gz", "--interp", "nearest"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Volume w = read_nifti(dir / "out.nii.gz");
+  ASSERT_EQ(w.dims, geometry.dims);
+  int64_t moved = 0;
+  for (size_t i = 0; i < w.data.size(); ++i) {
+    ASSERT_TRUE(w.data[i] == 0 || w.data[i] == 3 || w.data[i] == 7 || w.data[i] == 12)
+        << i << ": " << w.data[i];
+    moved += w.data[i] != labels.data[i];
+  }
+  EXPECT_GT(moved, 0);
+  r = cli({"apply", "--field", dir / "field.nii.gz", "--moving", dir / "labels.nii.gz", "--out",
+           dir / "linear.nii.gz"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Volume lin = read_nifti(dir / "linear.nii.gz");
+  int64_t blended = 0;
+  for (float v : lin.data) blended += !(v == 0 || v == 3 || v == 7 || v == 12);
+  EXPECT_GT(blended, 0);
+  r = cli({"apply", "--field", dir / "zero.nii.gz", "--moving", dir / "labels.nii.gz", "--out",
+           dir / "same.nii.gz", "--interp", "nearest"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_nifti(dir / "same.nii.gz").data, labels.data);
+  expect_one_line_error(cli({"apply", "--field", dir / "field.nii.gz"}), "--moving");
+  EXPECT_EQ(cli({"apply", "--interp", "cubic"}).status, 2);
+  const CliRun missing = cli({"apply", "--field", dir / "nope.nii.gz", "--moving",
+                              dir / "labels.nii.gz", "--out", dir / "x.nii.gz"});
+  expect_one_line_error(missing, "nope.nii.gz");
+  EXPECT_EQ(missing.status, 1);
+}
+
+// exp(-v) inverts exp(v): u(x) + w(x + u(x)) = 0 up to interpolation error, and the CLI writes it.
+TEST(Transform, InverseOfTheExponentialComposesToIdentity) {
+  Runtime rt;
+  const Dims d{32, 30, 28};
+  const Field v = field_of(d, [](double x, double y, double z) { return wavy(2.5, x, y, z, 22); });
+  const Field u = exp_field(rt, v);
+  const Field w = inverse_transform(rt, v, d);
+  std::vector<float> grid;
+  displaced_grid(u, &grid);
+  const std::vector<float> w_at = sample(rt, w.data, d, 3, grid, d, Padding::Border);
+  double worst = 0, largest = 0;
+  for (int64_t z = 5; z < d.z - 5; ++z)
+    for (int64_t y = 5; y < d.y - 5; ++y)
+      for (int64_t x = 5; x < d.x - 5; ++x) {
+        const size_t i = size_t(3 * ((z * d.y + y) * d.x + x));
+        for (size_t a = 0; a < 3; ++a) {
+          worst = std::max(worst, std::fabs(double(u.data[i + a]) + w_at[i + a]));
+          largest = std::max(largest, std::fabs(double(u.data[i + a])));
+        }
+      }
+  ASSERT_GT(largest, 2.0);
+  // Each exponential carries the first-order error of the default number of squarings plus
+  // trilinear interpolation error (a first step of a quarter voxel gives 0.13 here, half a voxel
+  // 0.22); a wrong inverse would be off by twice the displacement.
+  EXPECT_LT(worst, 0.3);
+}
+
+// --fixed-labels/--moving-labels: the moving labels are warped with nearest interpolation and
+// their Dice improves; a label map on another grid, or with fractional values, is an error.
+TEST(Cli, LabelDiceImprovesAndBadLabelMapsAreErrors) {
+  TempDir dir;
+  const SyntheticPair pair = make_synthetic_pair(32, 2.0, 3);
+  auto labels_of = [](const Volume& v) {
+    Volume l = v;
+    for (float& x : l.data) x = float((x > 0.25f) + (x > 0.5f));
+    return l;
+  };
+  write_nifti(dir / "fixed.nii.gz", pair.fixed);
+  write_nifti(dir / "moving.nii.gz", pair.moving);
+  write_nifti(dir / "fixed_labels.nii.gz", labels_of(pair.fixed));
+  write_nifti(dir / "moving_labels.nii.gz", labels_of(pair.moving));
+  const std::vector<std::string> base = {"--fixed",  dir / "fixed.nii.gz",
+                                         "--moving", dir / "moving.nii.gz",
+                                         "--levels", "2",
+                                         "--iters",  "60,30",
+                                         "--out",    dir / "out"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--fixed-labels", dir / "fixed_labels.nii.gz", "--moving-labels",
+                           dir / "moving_labels.nii.gz"});
+  const CliRun r = cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const size_t at = r.out.find("Dice, mean of 2 labels");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream line(r.out.substr(at + std::string("Dice, mean of 2 labels").size()));
+  double before = 0, after = 0;
+  line >> before >> after;
+  EXPECT_GT(after, before + 0.02) << r.out;
+  const Volume warped = read_nifti(dir / "out/warped_labels.nii.gz");
+  for (float v : warped.data) ASSERT_TRUE(v == 0 || v == 1 || v == 2) << v;
+  // A label map on another grid, and one with fractional values.
+  write_nifti(dir / "small_labels.nii.gz", labels_of(make_synthetic_pair(16, 1.0, 3).fixed));
+  Volume fractional = labels_of(pair.fixed);
+  fractional.data[5] = 0.5f;
+  write_nifti(dir / "fractional.nii.gz", fractional);
+  for (const auto& [file, mentions] : std::vector<std::pair<std::string, std::string>>{
+           {"small_labels.nii.gz", "not on the grid"}, {"fractional.nii.gz", "integer"}}) {
+    std::vector<std::string> bad = base;
+    bad.insert(bad.end(),
+               {"--fixed-labels", dir / file, "--moving-labels", dir / "moving_labels.nii.gz"});
+    const CliRun e = cli(bad);
+    expect_one_line_error(e, mentions);
+    EXPECT_EQ(e.status, 1) << file;
+  }
+  expect_one_line_error(cli({"--fixed-labels", dir / "fixed_labels.nii.gz"}), "--moving-labels");
+  // --fixed-mask: a mask off the fixed grid is an error too; a right one runs.
+  std::vector<std::string> masked = base;
+  masked.insert(masked.end(), {"--fixed-mask", dir / "small_labels.nii.gz"});
+  expect_one_line_error(cli(masked), "not on the grid");
+  masked.back() = dir / "fixed_labels.nii.gz";
+  EXPECT_EQ(cli(masked).status, 0);
+}
+
+// A fixed mask weights the metric: an empty one stops the registration, a full one changes
+// nothing.
+TEST(Register, FixedMaskWeightsTheMetric) {
+  Runtime rt;
+  const SyntheticPair pair = make_synthetic_pair(24, 2.0, 5);
+  RegisterOptions opt;
+  opt.levels = 2;
+  opt.iters = {20, 10};
+  const RegisterResult free = register_volumes(rt, pair.fixed, pair.moving, opt);
+  opt.fixed_mask.assign(size_t(pair.fixed.dims.count()), 1.f);
+  const RegisterResult full = register_volumes(rt, pair.fixed, pair.moving, opt);
+  // (Equal up to rounding: the coarse level's mask is a smoothed and resampled 1.)
+  ASSERT_EQ(full.field.data.size(), free.field.data.size());
+  for (size_t i = 0; i < free.field.data.size(); ++i)
+    ASSERT_NEAR(full.field.data[i], free.field.data[i], 1e-3) << i;
+  opt.fixed_mask.assign(size_t(pair.fixed.dims.count()), 0.f);
+  const RegisterResult none = register_volumes(rt, pair.fixed, pair.moving, opt);
+  EXPECT_GT(field_norms(free.field).max_norm, 0.5);
+  EXPECT_EQ(field_norms(none.field).max_norm, 0);
+}
+
+// The affine stage recovers a known affine map (rotation, anisotropic scaling, shift) of the
+// phantom; the written field is that map.
+TEST(Register, AffineStageRecoversAKnownMatrix) {
+  Runtime rt;
+  const Volume p = make_synthetic_pair(40, 0.0, 2).moving;
+  const Dims d = p.dims;
+  Mat4 truth = identity4();
+  const double c = std::cos(0.1), s = std::sin(0.1), mid = 19.5;
+  const double lin[3][3] = {{1.04 * c, -s, 0}, {1.04 * s, c, 0.03}, {0, -0.02, 0.97}};
+  const double shift[3] = {1.5, -1.0, 0.8};
+  for (size_t i = 0; i < 3; ++i) {
+    double off = shift[i] + mid;
+    for (size_t j = 0; j < 3; ++j) {
+      truth[i][j] = lin[i][j];
+      off -= lin[i][j] * mid;
+    }
+    truth[i][3] = off;  // about the volume's centre
+  }
+  Volume fixed(d, p.affine);
+  fixed.data = sample(rt, p.data, d, 1, affine_grid(truth, d, nullptr), d, Padding::Border);
+  RegisterOptions opt;
+  opt.levels = 2;
+  opt.iters = {1, 1};
+  opt.learning_rate = 1e-6;  // the deformable stage stays put
+  opt.metric = Metric::SSD;
+  opt.affine_iters = {200, 100};
+  const RegisterResult r = register_volumes(rt, fixed, p, opt);
+  double worst = 0;
+  for (int64_t z = 8; z < 32; z += 4)
+    for (int64_t y = 8; y < 32; y += 4)
+      for (int64_t x = 8; x < 32; x += 4) {
+        const auto want = apply(truth, double(x), double(y), double(z));
+        const auto got = apply(r.affine, double(x), double(y), double(z));
+        const size_t i = size_t(3 * ((z * d.y + y) * d.x + x));
+        for (size_t a = 0; a < 3; ++a) {
+          worst = std::max(worst, std::fabs(got[a] - want[a]));
+          const double pos = a == 0 ? double(x) : (a == 1 ? double(y) : double(z));
+          EXPECT_NEAR(r.field.data[i + a], want[a] - pos, 0.3);
+        }
+      }
+  EXPECT_LT(worst, 0.3);
 }

@@ -127,11 +127,11 @@ struct Options {
   std::vector<int> iters;  // as given; empty = default
   int64_t size = 96;
   double max_disp = 4;
+  bool bins_option = false;  // --bins given
   uint64_t seed = 1;
   bool synthetic_option = false;  // --size, --max-disp or --seed given
   int threads = 0;
   bool affine = false;
-  bool bins_option = false;  // --bins given
   bool quiet = false, help = false;
 };
 
