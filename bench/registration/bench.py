@@ -4,11 +4,13 @@
 Known-field pairs: a head (MNI152 2009a T1 from the nilearn wheel, Colin27 from mricron-data) at
 2 mm, warped by seeded random diffeomorphisms (gridsample-register --pair-from makes them; the
 truth is exp(v) of a smooth velocity). Inter-subject pair: MNI152 (fixed) against Colin27
-(moving), scored by the Dice of grey and white matter. Different-contrast pairs: the MNI152
-known-field pairs with the fixed image turned T2-like by a non-monotone intensity map (t2_like),
-registered with mutual information by both tools. Both tools run on the same files with the same
-thread count; every score is computed here, from the files each tool wrote, in one way.
+(moving), scored by the Dice of grey and white matter. Both tools run on the same files with the
+same thread count; every score is computed here, from the files each tool wrote, in one way.
 Run by bench/registration/run, which makes the virtual environment and the data.
+
+Different-contrast pairs (--pairs contrast): the MNI152 known-field pairs of the same seeds with
+the fixed image turned T2-like by a non-monotone intensity map (t2_like), registered with mutual
+information by both tools.
 """
 import argparse
 import os
@@ -159,21 +161,24 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--max-disp", type=float, default=5)
-    ap.add_argument("--ants", default="SyN", help="ANTsPy type_of_transform values, comma-separated")
-    ap.add_argument("--ours", default="", help="extra gridsample-register options")
-    ap.add_argument("--no-inter", action="store_true", help="leaves inter out of --pairs")
     ap.add_argument("--pairs", default="known,inter,contrast",
                     help="which pairs, comma-separated: known (known-field pairs, same contrast), "
                     "inter (MNI152 vs Colin27), contrast (T2-like vs T1 known-field pairs, MI)")
+    ap.add_argument("--ants", default="SyN", help="ANTsPy type_of_transform values, comma-separated")
+    ap.add_argument("--ours", default="", help="extra gridsample-register options")
+    ap.add_argument("--no-inter", action="store_true")
     a = ap.parse_args()
-    pairs = set(p for p in a.pairs.split(",") if p)
-    if pairs - {"known", "inter", "contrast"}:
-        ap.error(f"--pairs takes known, inter and contrast, got {a.pairs!r}")
-    if a.no_inter:
-        pairs.discard("inter")
     os.environ["ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS"] = str(a.threads)
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
     os.makedirs(a.work, exist_ok=True)
+    pairs = set(p for p in a.pairs.split(",") if p)
+    if pairs - {"known", "inter", "contrast"}:
+        ap.error(f"--pairs takes known, inter and contrast, got {a.pairs!r}")
+    contrast_seeds = [int(x) for x in a.seeds.split(",") if x] if "contrast" in pairs else []
+    if "known" not in pairs:
+        a.seeds = ""
+    if "inter" not in pairs:
+        a.no_inter = True
     tpl = "/usr/share/mricron/templates"
     mni = os.path.join(a.data, "mni_icbm152_%s_tal_nlin_sym_09a_converted.nii.gz")
     heads = {}
@@ -199,30 +204,20 @@ def main():
         log(f"  {pair:28s} {tool:24s} {wall:7.1f} s  " +
             "  ".join(f"{k} {v:.4g}" for k, v in s.items()))
 
-    made = set()
-
-    def known_pair(stem, seed):
-        """The known-field pair of a head (fixed, moving, truth in voxels, brain mask), made once
-        per run."""
-        d = w(f"{stem}_s{seed}")
-        common = ["--voxel-size", "2", "--max-disp", str(a.max_disp), "--seed", str(seed),
-                  "--levels", "1", "--iters", "1", "--threads", str(a.threads)]
-        if (stem, seed) not in made:
+    for title, stem in heads.items():
+        for seed in [int(x) for x in a.seeds.split(",") if x]:
+            pair = f"{title} known field, seed {seed}"
+            d = w(f"{stem}_s{seed}")
+            common = ["--voxel-size", "2", "--max-disp", str(a.max_disp), "--seed", str(seed),
+                      "--levels", "1", "--iters", "1", "--threads", str(a.threads)]
             run_tool(a.tool, ["--pair-from", w(f"{stem}_head.nii.gz")] + common, d + "/pair")
             run_tool(a.tool, ["--pair-from", w(f"{stem}_brain.nii.gz")] + common, d + "/mask")
-            made.add((stem, seed))
-        fixed_path, moving_path = d + "/pair/fixed.nii.gz", d + "/pair/moving.nii.gz"
-        affine = nib.load(fixed_path).affine
-        truth = field_voxels(d + "/pair/true_field.nii.gz", affine)
-        _, mask = load(d + "/mask/fixed.nii.gz")
-        return d, fixed_path, moving_path, truth, mask > 0.5 * mask.max()
-
-    seeds = [int(x) for x in a.seeds.split(",") if x]
-    for title, stem in heads.items() if "known" in pairs else ():
-        for seed in seeds:
-            pair = f"{title} known field, seed {seed}"
-            d, fixed_path, moving_path, truth, mask = known_pair(stem, seed)
+            fixed_path, moving_path = d + "/pair/fixed.nii.gz", d + "/pair/moving.nii.gz"
             _, fixed = load(fixed_path)
+            affine = nib.load(fixed_path).affine
+            truth = field_voxels(d + "/pair/true_field.nii.gz", affine)
+            _, mask = load(d + "/mask/fixed.nii.gz")
+            mask = mask > 0.5 * mask.max()
             wall, t, warped = ours_register(a.tool, fixed_path, moving_path, a.threads,
                                             d + "/ours", ours_extra)
             add(pair, "gridsample-register", wall, scores(t, warped, fixed, truth, mask))
@@ -234,11 +229,19 @@ def main():
     # warped T1), the T1 moving. Both tools register with mutual information (ours --metric mi,
     # ANTs with aff_metric and syn_metric 'mattes'); NCC is scored against the fixed T1 (before
     # the map), which the warped T1 should match.
-    for seed in seeds if "contrast" in pairs else ():
+    for seed in contrast_seeds:
         pair = f"MNI152 T2-like vs T1, seed {seed}"
-        d, fixed_t1_path, moving_path, truth, mask = known_pair("mni", seed)
-        img, fixed_t1 = load(fixed_t1_path)
-        fixed_path = d + "/pair/fixed_t2like.nii.gz"
+        d = w(f"mni_s{seed}")
+        if str(seed) not in a.seeds.split(","):  # else the known-field loop made it just now
+            common = ["--voxel-size", "2", "--max-disp", str(a.max_disp), "--seed", str(seed),
+                      "--levels", "1", "--iters", "1", "--threads", str(a.threads)]
+            run_tool(a.tool, ["--pair-from", w("mni_head.nii.gz")] + common, d + "/pair")
+            run_tool(a.tool, ["--pair-from", w("mni_brain.nii.gz")] + common, d + "/mask")
+        img, fixed_t1 = load(d + "/pair/fixed.nii.gz")
+        truth = field_voxels(d + "/pair/true_field.nii.gz", img.affine)
+        _, mask = load(d + "/mask/fixed.nii.gz")
+        mask = mask > 0.5 * mask.max()
+        fixed_path, moving_path = d + "/pair/fixed_t2like.nii.gz", d + "/pair/moving.nii.gz"
         nib.save(nib.Nifti1Image(t2_like(fixed_t1, seed), img.affine), fixed_path)
         dc = d + "/contrast"
         os.makedirs(dc, exist_ok=True)
@@ -250,7 +253,7 @@ def main():
                                             aff_metric="mattes", syn_metric="mattes")
             add(pair, f"ANTs {k} (mattes)", wall, scores(t, warped, fixed_t1, truth, mask))
 
-    if "inter" in pairs:
+    if not a.no_inter:
         # MNI152 (fixed) against Colin27 (moving), both at 2 mm (the --pair-from resampling with
         # no displacement), and their grey/white matter labels.
         d = w("inter")
