@@ -738,8 +738,8 @@ TEST(Metric, MiIsTheSameForAnyThreadCount) {
 }
 
 // A pair of different contrasts: the fixed phantom remapped by a non-monotone (T2-like) map. MI
-// halves the field error, with the deformable stage and with an affine stage before it; LNCC
-// (which assumes a local linear relation) does not, so the pair does need MI.
+// halves the field error; LNCC (which assumes a local linear relation) does not, so the pair does
+// need MI. (The affine stage with MI: the next test.)
 TEST(Register, MiRegistersAContrastRemappedPair) {
   Runtime rt;
   SyntheticPair pair = make_synthetic_pair(32, 2.0, 7);
@@ -752,14 +752,11 @@ TEST(Register, MiRegistersAContrastRemappedPair) {
   const RegisterResult lncc = register_volumes(rt, pair.fixed, pair.moving, opt);
   EXPECT_GT(field_error(lncc.field, pair.truth, pair.mask).mean, 0.5 * before.mean);
   opt.metric = Metric::MI;
-  for (bool affine : {false, true}) {
-    opt.affine_iters = affine ? std::vector<int>{50, 0} : std::vector<int>{};
-    const RegisterResult r = register_volumes(rt, pair.fixed, pair.moving, opt);
-    const ErrorStats after = field_error(r.field, pair.truth, pair.mask);
-    EXPECT_LE(after.mean, 0.5 * before.mean)
-        << "affine " << affine << ": before " << before.mean << " after " << after.mean;
-    EXPECT_GT(jacobian_stats(jacobian_determinant(r.field)).min, 0);
-  }
+  const RegisterResult r = register_volumes(rt, pair.fixed, pair.moving, opt);
+  const ErrorStats after = field_error(r.field, pair.truth, pair.mask);
+  EXPECT_LE(after.mean, 0.5 * before.mean) << "before " << before.mean << " after " << after.mean;
+  EXPECT_LT(after.p95, before.p95);
+  EXPECT_GT(jacobian_stats(jacobian_determinant(r.field)).min, 0);
 }
 
 // The affine stage with MI recovers a known affine map of the phantom whose fixed copy has the
