@@ -8,6 +8,10 @@ top (--pair-affine; ours then runs its linear stages, --linear affine). Inter-su
 (fixed) against Colin27 (moving), scored by the Dice of grey and white matter. Both tools run on the same files with the
 same thread count; every score is computed here, from the files each tool wrote, in one way.
 Run by bench/registration/run, which makes the virtual environment and the data.
+
+Different-contrast pairs (--pairs contrast): the MNI152 known-field pairs of the same seeds with
+the fixed image turned T2-like by a non-monotone intensity map (t2_like), registered with mutual
+information by both tools.
 """
 import argparse
 import os
@@ -95,13 +99,30 @@ def dice(a, b, label):
     return float(2 * (x & y).sum() / max(1, x.sum() + y.sum()))
 
 
-def ants_register(fixed_path, moving_path, kind, work):
+# The T2-like map of a T1 head: knots of T1 intensity (over its 99.5th percentile inside the
+# head) -> T2-like intensity. On the MNI152 2009a T1 (2 mm) CSF lies near 0.3, grey matter near
+# 0.71, white matter near 0.95 (medians where the tissue maps exceed 90%): CSF becomes the
+# brightest, grey matter 0.6, white matter 0.35, as in a T2-weighted image; the background stays
+# dark. Not monotone, so a linear or rank correlation cannot match the two images.
+T2_KNOTS = ([0.0, 0.05, 0.3, 0.5, 0.71, 0.95, 1.2], [0.0, 0.05, 1.0, 0.8, 0.6, 0.35, 0.3])
+T2_NOISE = 0.02  # Gaussian noise, standard deviation in the mapped units (seeded)
+
+
+def t2_like(t1, seed):
+    """A T2-like image from a T1 one: T2_KNOTS' piecewise-linear map, plus T2_NOISE."""
+    x = t1 / np.percentile(t1[t1 > 0.1 * t1.max()], 99.5)
+    y = np.interp(x, *T2_KNOTS)
+    rng = np.random.default_rng(seed)
+    return (y + T2_NOISE * rng.standard_normal(y.shape)).astype(np.float32)
+
+
+def ants_register(fixed_path, moving_path, kind, work, **kwargs):
     import ants
     f = ants.image_read(fixed_path)
     m = ants.image_read(moving_path)
     t0 = time.perf_counter()
     reg = ants.registration(fixed=f, moving=m, type_of_transform=kind,
-                            outprefix=os.path.join(work, "ants_"))
+                            outprefix=os.path.join(work, "ants_"), **kwargs)
     wall = time.perf_counter() - t0
     comp = ants.apply_transforms(fixed=f, moving=m, transformlist=reg["fwdtransforms"],
                                  compose=os.path.join(work, "ants_comp_"))
@@ -141,6 +162,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--max-disp", type=float, default=5)
+    ap.add_argument("--pairs", default="known,inter,contrast",
+                    help="which pairs, comma-separated: known (known-field pairs, same contrast), "
+                    "inter (MNI152 vs Colin27), contrast (T2-like vs T1 known-field pairs, MI)")
     ap.add_argument("--ants", default="SyN", help="ANTsPy type_of_transform values, comma-separated")
     ap.add_argument("--ours", default="", help="extra gridsample-register options")
     ap.add_argument("--no-inter", action="store_true")
@@ -157,6 +181,14 @@ def main():
     os.environ["ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS"] = str(a.threads)
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
     os.makedirs(a.work, exist_ok=True)
+    pairs = set(p for p in a.pairs.split(",") if p)
+    if pairs - {"known", "inter", "contrast"}:
+        ap.error(f"--pairs takes known, inter and contrast, got {a.pairs!r}")
+    contrast_seeds = [int(x) for x in a.seeds.split(",") if x] if "contrast" in pairs else []
+    if "known" not in pairs:
+        a.seeds, a.affine_seeds = "", ""
+    if "inter" not in pairs:
+        a.no_inter = True
     tpl = "/usr/share/mricron/templates"
     mni = os.path.join(a.data, "mni_icbm152_%s_tal_nlin_sym_09a_converted.nii.gz")
     heads = {}
@@ -206,6 +238,34 @@ def main():
             for k in kinds:
                 wall, t, warped = ants_register(fixed_path, moving_path, k, d)
                 add(pair, f"ANTs {k}", wall, scores(t, warped, fixed, truth, mask))
+
+    # Different contrasts: the MNI152 known-field pair with a T2-like fixed image (t2_like of the
+    # warped T1), the T1 moving. Both tools register with mutual information (ours --metric mi,
+    # ANTs with aff_metric and syn_metric 'mattes'); NCC is scored against the fixed T1 (before
+    # the map), which the warped T1 should match.
+    for seed in contrast_seeds:
+        pair = f"MNI152 T2-like vs T1, seed {seed}"
+        d = w(f"mni_s{seed}")
+        if str(seed) not in a.seeds.split(","):  # else the known-field loop made it just now
+            common = ["--voxel-size", "2", "--max-disp", str(a.max_disp), "--seed", str(seed),
+                      "--levels", "1", "--iters", "1", "--threads", str(a.threads)]
+            run_tool(a.tool, ["--pair-from", w("mni_head.nii.gz")] + common, d + "/pair")
+            run_tool(a.tool, ["--pair-from", w("mni_brain.nii.gz")] + common, d + "/mask")
+        img, fixed_t1 = load(d + "/pair/fixed.nii.gz")
+        truth = field_voxels(d + "/pair/true_field.nii.gz", img.affine)
+        _, mask = load(d + "/mask/fixed.nii.gz")
+        mask = mask > 0.5 * mask.max()
+        fixed_path, moving_path = d + "/pair/fixed_t2like.nii.gz", d + "/pair/moving.nii.gz"
+        nib.save(nib.Nifti1Image(t2_like(fixed_t1, seed), img.affine), fixed_path)
+        dc = d + "/contrast"
+        os.makedirs(dc, exist_ok=True)
+        wall, t, warped = ours_register(a.tool, fixed_path, moving_path, a.threads, dc + "/ours",
+                                        ["--metric", "mi"] + ours_extra)
+        add(pair, "gridsample-register", wall, scores(t, warped, fixed_t1, truth, mask))
+        for k in kinds:
+            wall, t, warped = ants_register(fixed_path, moving_path, k, dc,
+                                            aff_metric="mattes", syn_metric="mattes")
+            add(pair, f"ANTs {k} (mattes)", wall, scores(t, warped, fixed_t1, truth, mask))
 
     if not a.no_inter:
         # MNI152 (fixed) against Colin27 (moving), both at 2 mm (the --pair-from resampling with

@@ -76,9 +76,11 @@ options:
                    level, e.g. 200,100,50 (default: 100 at the coarsest, halving per level,
                    at least 25); 0: no deformable stage
   --transform T    svf (default: stationary velocity field, u = exp(v)) or displacement
-  --metric M       lncc (default: local normalised cross-correlation) or ssd (sum of squared
-                   differences: same scanner and contrast, e.g. a known-field pair)
+  --metric M       lncc (default: local normalised cross-correlation), ssd (sum of squared
+                   differences: same scanner and contrast, e.g. a known-field pair) or mi
+                   (Mattes mutual information: different contrasts, e.g. T1 against T2)
   --window N       LNCC window side in voxels, odd (default 9)
+  --bins N         MI histogram bins, 4 to 256 (default 32)
   --lr X           Adam step, in voxels of the current level (default 0.3)
   --lambda X       weight of the diffusion regulariser (default 0 for svf, 0.0003 for
                    displacement)
@@ -139,6 +141,7 @@ struct Options {
   std::vector<int> linear_iters;  // as given; empty = default
   int64_t size = 96;
   double max_disp = 4;
+  bool bins_option = false;  // --bins given
   uint64_t seed = 1;
   bool synthetic_option = false;  // --size, --max-disp or --seed given
   int threads = 0;
@@ -252,11 +255,14 @@ Options parse(int argc, const char* const* argv) {
         throw UsageError("--transform is svf or displacement, got '" + t + "'");
     } else if (arg == "--metric") {
       const std::string m = next();
-      if (m != "ssd" && m != "lncc") throw UsageError("--metric is lncc or ssd, got '" + m + "'");
+      if (m != "ssd" && m != "lncc" && m != "mi")
+        throw UsageError("--metric is lncc, ssd or mi, got '" + m + "'");
       o.reg.metric = parse_metric(m);
     } else if (arg == "--window") {
       o.reg.window = int(parse_int(arg, next(), 1, 31));
       if (o.reg.window % 2 == 0) throw UsageError("--window must be odd");
+    } else if (arg == "--bins") {
+      o.reg.bins = int(parse_int(arg, next(), 4, 256)), o.bins_option = true;
     } else if (arg == "--sigma-grad")
       o.reg.sigma_grad = parse_number(arg, next(), 0, 20);
     else if (arg == "--sigma-field")
@@ -294,6 +300,8 @@ Options parse(int argc, const char* const* argv) {
     throw UsageError("--size applies to the phantom only, not to --pair-from");
   if (o.pair_affine && o.pair_from.empty()) throw UsageError("--pair-affine needs --pair-from");
   if (o.out_dir.empty()) throw UsageError("--out needs a folder name");
+  if (o.bins_option && o.reg.metric != Metric::MI)
+    throw UsageError("--bins applies to --metric mi only");
   const size_t levels = size_t(o.reg.levels);
   if (levels == 1 && o.linear != Options::Linear::None) {
     if (o.linear_option)
@@ -545,6 +553,7 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
         << "levels (coarse to fine): " << plan << " iterations\n"
         << "transform " << transform_name(r.transform) << ", metric " << metric_name(r.metric)
         << (r.metric == Metric::LNCC ? fmt(" (window %d)", r.window) : std::string())
+        << (r.metric == Metric::MI ? fmt(" (%d bins)", r.bins) : std::string())
         << fmt(", Adam lr %g, diffusion lambda %g, smoothing: gradient %g, field %g voxels",
                r.learning_rate, r.lambda, r.sigma_grad, r.sigma_field)
         << "\n";

@@ -1,17 +1,21 @@
 #include "metric.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
 namespace gsreg {
 
-const char* metric_name(Metric m) { return m == Metric::SSD ? "ssd" : "lncc"; }
+const char* metric_name(Metric m) {
+  return m == Metric::SSD ? "ssd" : (m == Metric::LNCC ? "lncc" : "mi");
+}
 
 Metric parse_metric(const std::string& s) {
   if (s == "ssd") return Metric::SSD;
   if (s == "lncc" || s == "cc") return Metric::LNCC;
-  throw std::invalid_argument("unknown metric '" + s + "' (ssd or lncc)");
+  if (s == "mi") return Metric::MI;
+  throw std::invalid_argument("unknown metric '" + s + "' (ssd, lncc or mi)");
 }
 
 double ssd_loss(const float* w, const float* f, size_t n, float* grad, const float* weight) {
@@ -144,6 +148,123 @@ double lncc_loss(const T* w, const T* f, Dims d, int window, T* grad, const T* w
   }
   return loss;
 }
+
+namespace {
+
+// Voxels per histogram chunk (NOTE [ Mutual information ]): fixed, so that the sums do not depend
+// on the thread count.
+constexpr int64_t kMiChunk = int64_t(1) << 14;
+
+// Where a voxel falls in the joint histogram: fixed row i, first column k - 1 (stored as k, the
+// table having one padding column in front), the fraction u = t - k and s = dt/dW.
+struct MiTap {
+  int64_t i, k;
+  double u, s;
+};
+
+template <typename T>
+MiTap mi_tap(T w, T f, int bins) {
+  const double b = double(bins);
+  const double fc = std::clamp(double(f), 0.0, 1.0), wc = std::clamp(double(w), 0.0, 1.0);
+  const double t = wc * (b - 1);
+  const int64_t k = std::min<int64_t>(int64_t(t), bins - 2);
+  return {std::min<int64_t>(int64_t(fc * b), bins - 1), k, t - double(k),
+          double(w) >= 0 && double(w) <= 1 ? b - 1 : 0.0};
+}
+
+// Cubic B-spline weights of the columns k - 1 .. k + 2 at t = k + u, and their t-derivatives.
+inline void bspline3(double u, double w[4]) {
+  const double v = 1 - u, u2 = u * u, u3 = u2 * u;
+  w[0] = v * v * v / 6;
+  w[1] = (3 * u3 - 6 * u2 + 4) / 6;
+  w[2] = (-3 * u3 + 3 * u2 + 3 * u + 1) / 6;
+  w[3] = u3 / 6;
+}
+inline void bspline3_derivative(double u, double d[4]) {
+  const double v = 1 - u;
+  d[0] = -v * v / 2;
+  d[1] = (3 * u * u - 4 * u) / 2;
+  d[2] = (-3 * u * u + 2 * u + 1) / 2;
+  d[3] = u * u / 2;
+}
+
+}  // namespace
+
+template <typename T>
+double mi_loss(const T* w, const T* f, size_t n, int bins, T* grad, const T* weight, double* mi) {
+  if (bins < 4) throw std::invalid_argument("mutual information needs at least 4 bins");
+  const int64_t cols = bins + 2, cells = int64_t(bins) * cols;
+  const int64_t chunks = (int64_t(n) + kMiChunk - 1) / kMiChunk;
+  std::vector<double> part(size_t(std::max<int64_t>(chunks, 1) * cells), 0.0);
+#pragma omp parallel for schedule(static) if (int64_t(n) > kParallelMin)
+  for (int64_t c = 0; c < chunks; ++c) {
+    double* h = part.data() + c * cells;
+    const int64_t end = std::min<int64_t>(int64_t(n), (c + 1) * kMiChunk);
+    for (int64_t x = c * kMiChunk; x < end; ++x) {
+      const double m = weight != nullptr ? double(weight[x]) : 1.0;
+      if (m == 0) continue;
+      const MiTap p = mi_tap(w[x], f[x], bins);
+      double b[4];
+      bspline3(p.u, b);
+      double* row = h + p.i * cols + p.k;
+      for (int q = 0; q < 4; ++q) row[q] += m * b[q];
+    }
+  }
+  // The chunks' histograms, summed in order.
+  std::vector<double> hist(size_t(cells), 0.0);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t e = 0; e < cells; ++e) hist[size_t(e)] += part[size_t(c * cells + e)];
+  double total = 0;
+  for (double v : hist) total += v;
+  if (!(total > 0)) {
+    if (grad != nullptr) std::fill(grad, grad + n, T(0));
+    if (mi != nullptr) *mi = 0;
+    return 0;
+  }
+  // p log p summed over the cells and both marginals, then the table log(p / pW) for the gradient.
+  std::vector<double> pf(size_t(bins), 0.0), pw(size_t(cols), 0.0);
+  double joint = 0;
+  for (int64_t i = 0; i < bins; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const double p = hist[size_t(i * cols + j)] / total;
+      hist[size_t(i * cols + j)] = p;
+      pf[size_t(i)] += p;
+      pw[size_t(j)] += p;
+      if (p > 0) joint += p * std::log(p);
+    }
+  double marginals = 0;
+  for (double p : pf)
+    if (p > 0) marginals += p * std::log(p);
+  for (double p : pw)
+    if (p > 0) marginals += p * std::log(p);
+  const double value = joint - marginals;
+  if (mi != nullptr) *mi = value;
+  if (grad == nullptr) return -total * value;
+  for (int64_t i = 0; i < bins; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      double& p = hist[size_t(i * cols + j)];
+      p = p > 0 ? std::log(p / pw[size_t(j)]) : 0.0;
+    }
+#pragma omp parallel for schedule(static) if (int64_t(n) > kParallelMin)
+  for (int64_t x = 0; x < int64_t(n); ++x) {
+    const double m = weight != nullptr ? double(weight[x]) : 1.0;
+    const MiTap p = mi_tap(w[x], f[x], bins);
+    if (m == 0 || p.s == 0) {
+      grad[x] = T(0);
+      continue;
+    }
+    double d[4];
+    bspline3_derivative(p.u, d);
+    const double* row = hist.data() + p.i * cols + p.k;
+    grad[x] = T(-m * p.s * (d[0] * row[0] + d[1] * row[1] + d[2] * row[2] + d[3] * row[3]));
+  }
+  return -total * value;
+}
+
+template double mi_loss<float>(const float*, const float*, size_t, int, float*, const float*,
+                               double*);
+template double mi_loss<double>(const double*, const double*, size_t, int, double*, const double*,
+                                double*);
 
 template double lncc_loss<float>(const float*, const float*, Dims, int, float*, const float*);
 template double lncc_loss<double>(const double*, const double*, Dims, int, double*, const double*);

@@ -137,6 +137,20 @@ double add_diffusion(const Field& u, double lambda, std::vector<float>* grad) {
   return energy;
 }
 
+// The metric's loss, dM/dW into grad (NOTE [ Registration model ]).
+double metric_loss(const RegisterOptions& o, const std::vector<float>& warped,
+                   const std::vector<float>& fixed, Dims d, float* grad, const float* weight) {
+  switch (o.metric) {
+    case Metric::SSD:
+      return ssd_loss(warped.data(), fixed.data(), fixed.size(), grad, weight);
+    case Metric::LNCC:
+      return lncc_loss(warped.data(), fixed.data(), d, o.window, grad, weight);
+    case Metric::MI:
+      return mi_loss(warped.data(), fixed.data(), fixed.size(), o.bins, grad, weight);
+  }
+  return 0;
+}
+
 // NOTE [ Optimiser ]
 // Adam (beta 0.9 / 0.999), per element. For the displacement model with its absolute epsilon
 // (1e-8), as before. For the velocity model epsilon is relative: 5% of the largest
@@ -241,6 +255,8 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
     throw std::invalid_argument("one iteration count per level is needed");
   if (given.window < 1 || given.window % 2 == 0)
     throw std::invalid_argument("the LNCC window must be odd");
+  if (given.metric == Metric::MI && (given.bins < 4 || given.bins > 1024))
+    throw std::invalid_argument("mutual information needs 4 to 1024 histogram bins");
   const RegisterOptions options = given.resolved();
   const int levels = options.levels;
   const bool svf = options.transform == Transform::SVF;
@@ -354,10 +370,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
       if (linear) map_points(linear_map, false, &grid);
       op.forward(grid, &warped);
       const float* weight = masked ? pk[l].data() : nullptr;
-      const double m =
-          options.metric == Metric::SSD
-              ? ssd_loss(warped.data(), f.data(), f.size(), residual.data(), weight)
-              : lncc_loss(warped.data(), f.data(), d, options.window, residual.data(), weight);
+      const double m = metric_loss(options, warped, f, d, residual.data(), weight);
       op.backward(residual, &grad);
       if (linear) map_points(linear_map, true, &grad);
       scale_components(&grad, du_dg);
@@ -472,17 +485,7 @@ class LinearLevel {
   std::array<double, 12> gradient(const Mat4& g) {
     const std::vector<float> grid = affine_grid(affine_voxel(g, d_), d_, &n_);
     op_.forward(grid, &warped_);
-    // A switch without a default, so that a new metric cannot be missed here (-Wswitch).
-    switch (options_.metric) {
-      case Metric::SSD:
-        metric_ =
-            ssd_loss(warped_.data(), fixed_.data(), residual_.size(), residual_.data(), weight_);
-        break;
-      case Metric::LNCC:
-        metric_ = lncc_loss(warped_.data(), fixed_.data(), d_, options_.window, residual_.data(),
-                            weight_);
-        break;
-    }
+    metric_ = metric_loss(options_, warped_, fixed_, d_, residual_.data(), weight_);
     op_.backward(residual_, &gg_);
     std::array<double, 12> acc{};
     for (size_t i = 0; i < gg_.size(); i += 3)

@@ -9,8 +9,9 @@
 // alignCorners false; NOTE [ Sampling conventions ]).
 // Loss, per level, summed over the N voxels of the level:
 //   E = M(W, fixed) + lambda * sum_x sum_axes |p(x + e_axis) - p(x)|^2
-// with M the metric (sum of squared differences, or minus the sum of local normalised
-// cross-correlations, NOTE [ Local normalised cross-correlation ]) on intensities normalised to
+// with M the metric (sum of squared differences, minus the sum of local normalised
+// cross-correlations, NOTE [ Local normalised cross-correlation ], or minus the mutual
+// information times the voxel count, NOTE [ Mutual information ]) on intensities normalised to
 // [0, 1], and p the parameter field (v or u) under an optional diffusion regulariser.
 // dM/dW goes into GridSampler3DGrad with outputMask {false, true}; its grid gradient, times
 // 2 / size per axis (the derivative of the normalised coordinate), is dE/du; for a velocity it
@@ -44,6 +45,7 @@ struct RegisterOptions {
   Transform transform = Transform::SVF;
   Metric metric = Metric::LNCC;
   int window = 9;  // LNCC window side, voxels (odd): ANTs' SyN CC radius 4
+  int bins = 32;   // MI histogram bins (NOTE [ Mutual information ])
   // Negative: the transform's default (resolved()).
   double lambda = -1;       // weight of the diffusion regulariser: 0 (svf), 3e-4 (displacement)
   double sigma_grad = -1;   // Gaussian on the gradient, voxels: 1 (svf), 0 (displacement)
