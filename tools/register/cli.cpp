@@ -76,9 +76,9 @@ options:
                    level, e.g. 200,100,50 (default: 100 at the coarsest, halving per level,
                    at least 25); 0: no deformable stage
   --transform T    svf (default: stationary velocity field, u = exp(v)) or displacement
-  --metric M       lncc (default: local normalised cross-correlation), ssd (sum of squared
-                   differences: same scanner and contrast, e.g. a known-field pair) or mi
-                   (Mattes mutual information: different contrasts, e.g. T1 against T2)
+  --metric M       mi (default: Mattes mutual information; also across contrasts, e.g. T1
+                   against T2), lncc (local normalised cross-correlation) or ssd (sum of
+                   squared differences: same scanner and contrast)
   --window N       LNCC window side in voxels, odd (default 9)
   --bins N         MI histogram bins, 4 to 256 (default 32)
   --lr X           Adam step, in voxels of the current level (default 0.3)

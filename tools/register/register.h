@@ -43,7 +43,7 @@ struct RegisterOptions {
   std::vector<int> iters = {100, 50, 25};  // one count per level, coarsest first
   double learning_rate = 0.3;              // voxels of the current level per Adam step
   Transform transform = Transform::SVF;
-  Metric metric = Metric::LNCC;
+  Metric metric = Metric::MI;
   int window = 9;  // LNCC window side, voxels (odd): ANTs' SyN CC radius 4
   int bins = 32;   // MI histogram bins (NOTE [ Mutual information ])
   // Negative: the transform's default (resolved()).
