@@ -385,8 +385,8 @@ TEST(FastThreads, SettingIsPerCallingThread) {
 }
 
 // Coherent grids take the direct slab path (NOTE [ Direct slabs ] in src/cpu/fast.cpp) and, with
-// 4 to 15 channels, the forward's gathers (NOTE [ Coherent forward ]), random ones the listed
-// slabs and channel rows: all bit-identical to cpu:ref, across dtypes, layouts, modes and views.
+// 4 to 15 channels, gathers (NOTE [ Coherent grids ]), random ones the listed slabs and channel
+// rows: all bit-identical to cpu:ref, across dtypes, layouts, modes and views.
 TEST(FastDirect, CoherentGridsMatchReference) {
   const int saved = set_threads(2);
   struct K {
@@ -400,6 +400,15 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       {3, 4, 1, 2, ACL_FLOAT16, false, true}, {3, 3, 2, 1, ACL_BF16, true, false},
       {2, 3, 0, 1, ACL_FLOAT, false, true},   {2, 8, 1, 0, ACL_DOUBLE, false, false},
       {2, 5, 2, 2, ACL_FLOAT, true, false},   {2, 2, 0, 2, ACL_BF16, false, false},
+  };
+  // The fast path's log (GRIDSAMPLE_VERBOSE) and outputs.
+  auto logged_run = [](const Case& c, const Inputs& in, std::string* log) {
+    setenv("GRIDSAMPLE_VERBOSE", "1", 1);
+    ::testing::internal::CaptureStderr();
+    const Outputs fast = run(c, in, "cpu:fast");
+    *log = ::testing::internal::GetCapturedStderr();
+    unsetenv("GRIDSAMPLE_VERBOSE");
+    return fast;
   };
   uint64_t seed = 300;
   for (const K& k : ks) {
@@ -418,17 +427,23 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       SCOPED_TRACE(c.name() + (coherent ? " coherent" : " random"));
       const Inputs in = make_inputs(c);
       const Outputs ref = run(c, in, "cpu:ref");
-      setenv("GRIDSAMPLE_VERBOSE", "1", 1);
-      ::testing::internal::CaptureStderr();
-      const Outputs fast = run(c, in, "cpu:fast");
-      const std::string log = ::testing::internal::GetCapturedStderr();
-      unsetenv("GRIDSAMPLE_VERBOSE");
+      std::string log;
+      const Outputs fast = logged_run(c, in, &log);
       EXPECT_NE(log.find(coherent ? "direct slabs" : "listed slabs"), std::string::npos) << log;
-      // NOTE [ Coherent forward ]: FLOAT/DOUBLE channel-first rows give way to gathers.
-      if (k.C >= 4 && !k.cl && (k.dt == ACL_FLOAT || k.dt == ACL_DOUBLE)) {
-        EXPECT_NE(log.find(coherent ? ": gathers" : ": channel rows"), std::string::npos) << log;
-      }
       expect_same_as_ref(c, in, fast, ref);
+      // NOTE [ Coherent grids ]: FLOAT/DOUBLE channel-first rows give way to gathers, and with as
+      // many items as threads the backward to one pass per item.
+      if (k.C < 4 || k.cl || (k.dt != ACL_FLOAT && k.dt != ACL_DOUBLE)) continue;
+      EXPECT_NE(log.find(coherent ? ": gathers" : ": channel rows"), std::string::npos) << log;
+      if (!coherent) continue;
+      Case items = c;
+      items.N = 2;
+      set_threads(1);
+      const Inputs in2 = make_inputs(items);
+      const Outputs fast2 = logged_run(items, in2, &log);
+      EXPECT_NE(log.find("item backward"), std::string::npos) << log;
+      expect_same_as_ref(items, in2, fast2, run(items, in2, "cpu:ref"));
+      set_threads(2);
     }
   }
   set_threads(saved);

@@ -91,18 +91,21 @@ constexpr int64_t kRowsMinC = 4;
 bool rows_ok(const Problem& p) { return p.C >= kRowsMinC; }
 bool backward_input_grad(const Problem& p) { return p.op == Op::Backward && p.want_input_grad; }
 
-// NOTE [ Coherent forward ]
+// NOTE [ Coherent grids ]
 // On a coherent grid (registration and flow fields, affine transforms: neighbouring output points
 // sample neighbouring input points) a channel-first input's planes are read in order and stay in
-// the caches, so rows pay only where a row fills whole vectors: with fewer than kCoherentRowsMinC
-// channels a FLOAT/DOUBLE forward gathers from the planes in place, without the copy (2D affine,
-// C = 4, N = 2, 224 x 100, AVX-512, 1 thread: 0.62 -> 0.31 ms; rows of 4 channels left 3/4 of
-// every vector idle). coherent_grid samples kProbes pairs of neighbouring output points spread
-// over the grid and calls it coherent when at least 3/4 of them sample within kNearVoxels of
-// each other along every axis (stray points of a coherent grid, NaN or far outside, spoil a few
-// pairs; a random grid nearly all). Rows and gathers add the same products in the same order, so
-// the choice, a hint from the data, never changes the bits; the workspace keeps room for rows
-// either way. (The backward keeps its rows: its inputGrad accumulates in rows anyway.)
+// the caches, so rows (NOTE [ Channel rows ]) pay only where a row fills whole vectors: with fewer
+// than kCoherentRowsMinC channels FLOAT and DOUBLE gather from the input planes and add into the
+// inputGrad planes in place, without copying either into rows (2D affine, C = 4, N = 2,
+// 224 x 100, AVX-512, 1 thread: forward 0.62 -> 0.31 ms; rows of 4 channels left 3/4 of every
+// vector idle), and with as many items as threads the backward becomes one pass per item
+// (NOTE [ Item backward ]) whatever the accumulator's size, which only a random grid makes miss
+// the caches (2D warp, C = 1, N = 4, 256^2 -> 512^2: 10.3 -> 8.7 ms). coherent_grid samples kProbes
+// pairs of neighbouring output points spread over the grid and calls it coherent when at least 3/4
+// of them sample within kNearVoxels of each other along every axis (stray points of a coherent
+// grid, NaN or far outside, spoil a few pairs; a random grid nearly all). Rows and planes hold the
+// same sums made in the same order, so the choice, a hint from the data, never changes the bits;
+// the workspace keeps room for the rows either way.
 constexpr int64_t kCoherentRowsMinC = 16;
 
 bool coherent_grid(const Problem& p) {
@@ -332,16 +335,19 @@ Args make_args(const Problem& p, void* ws) {
       for (int d = 0; d < D; ++d) sp[d] = v.stride[2 + D - 1 - d];
     }
   };
-  // NOTE [ Coherent forward ]: gathers from the input in place (whose offsets must fit).
-  const bool gathers = p.op == Op::Forward && !sixteen_bit(p) && rows_ok(p) &&
-                       p.C < kCoherentRowsMinC && extent(p, p.input) >= 0 && coherent_grid(p);
+  // NOTE [ Coherent grids ]: the input and inputGrad planes read and updated in place (whose
+  // offsets must fit).
+  a.in_place = !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
+               extent(p, p.input) >= 0 &&
+               (!backward_input_grad(p) || extent(p, p.input_grad) >= 0) && coherent_grid(p);
+  const bool gathers = a.in_place;
   a.in_packed = pack_input(p) && !gathers;
   char* in = nullptr;
   place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
   a.in = in;
   a.rows_fwd = rows_ok(p) && a.in_c == 1 && !gathers;
   if (backward_input_grad(p)) {
-    a.acc_in_workspace = acc_in_workspace(p);
+    a.acc_in_workspace = acc_in_workspace(p) && !gathers;
     place(p.input_grad, a.acc_in_workspace, base + w.acc, rows_ok(p) ? 1 : p.in_points(),
           rows_ok(p) ? p.C : 1, &a.acc, &a.acc_n, &a.acc_c, a.acc_sp);
     a.rows_acc = rows_ok(p) && a.acc_c == 1;
@@ -394,7 +400,9 @@ bool item_backward(const Problem& p, const Args& a, int threads) {
   if (a.in_c != a.acc_c || (a.rows_acc && p.out.stride[1] != 1)) return false;
   for (int d = 0; d < p.nd; ++d)
     if (a.in_sp[d] != a.acc_sp[d]) return false;
-  if (!a.rows_acc && p.C * p.in_points() * compute_size(p) > kSlabBytes) return false;
+  // A large accumulator of planes stays in the caches only if the grid is coherent.
+  if (!a.rows_acc && !a.in_place && p.C * p.in_points() * compute_size(p) > kSlabBytes)
+    return false;
   return p.N % threads == 0 || p.N >= 4 * threads;
 }
 
@@ -479,7 +487,7 @@ void run(const Problem& p, void* ws) {
   };
 
   if (p.op == Op::Forward) {
-    if (verbose())  // NOTE [ Coherent forward ]
+    if (verbose())  // NOTE [ Coherent grids ]
       std::fprintf(stderr, "gridsample: cpu:fast fwd %s: %s\n", p.str().c_str(),
                    a.rows_fwd ? "channel rows" : "gathers");
 #pragma omp parallel num_threads(threads) if (threads > 1)
