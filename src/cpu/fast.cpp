@@ -96,11 +96,11 @@ bool backward_input_grad(const Problem& p) { return p.op == Op::Backward && p.wa
 // sample neighbouring input points) a channel-first input's planes are read in order and stay in
 // the caches, so rows (NOTE [ Channel rows ]) pay only where a row fills whole vectors: with fewer
 // than kCoherentRowsMinC channels FLOAT and DOUBLE gather from the input planes and add into the
-// inputGrad planes in place, without copying either into rows (2D affine, C = 4, N = 2,
-// 224 x 100, AVX-512, 1 thread: forward 0.62 -> 0.31 ms; rows of 4 channels left 3/4 of every
-// vector idle), and with as many items as threads the backward becomes one pass per item
-// (NOTE [ Item backward ]) whatever the accumulator's size, which only a random grid makes miss
-// the caches (2D warp, C = 1, N = 4, 256^2 -> 512^2: 10.3 -> 8.7 ms). coherent_grid samples kProbes
+// inputGrad planes in place, without copying either into rows (2D affine, C = 4, N = 2, 224 x 100,
+// AVX-512, 1 thread: forward 0.62 -> 0.31 ms, backward 2.53 -> 1.06 ms; rows of 4 channels left 3/4
+// of every vector idle), and with as many items as threads the backward becomes one pass per item
+// (NOTE [ Item backward ]) whatever the accumulator's size, which only a random grid makes miss the
+// caches (2D warp, C = 1, N = 4, 256^2 -> 512^2: 10.3 -> 8.7 ms). coherent_grid samples kProbes
 // pairs of neighbouring output points spread over the grid and calls it coherent when at least 3/4
 // of them sample within kNearVoxels of each other along every axis (stray points of a coherent
 // grid, NaN or far outside, spoil a few pairs; a random grid nearly all). Rows and planes hold the
@@ -109,29 +109,34 @@ bool backward_input_grad(const Problem& p) { return p.op == Op::Backward && p.wa
 constexpr int64_t kCoherentRowsMinC = 16;
 
 bool coherent_grid(const Problem& p) {
-  constexpr int kProbes = 64;
+  constexpr int kProbes = 32;
   constexpr double kNearVoxels = 2;
   const int D = p.nd;
-  const int64_t W = p.out_size[D - 1], points = p.out_points();
+  const int64_t points = p.out_points();
   if (p.N == 0 || points < 2) return true;
+  // The grid offset of output point o of item n.
+  auto offset = [&](int64_t n, int64_t o) {
+    int64_t off = n * p.grid.stride[0];
+    for (int k = D - 1; k >= 0; o /= p.out_size[k], --k)
+      off += (o % p.out_size[k]) * p.grid.stride[1 + k];
+    return off;
+  };
   return dispatch_dtype(p.dtype, [&](auto s) {
     using S = decltype(s);
-    // The grid components of output point o of item n, in input voxels (align_corners aside).
-    auto voxel = [&](int64_t n, int64_t o, int d) {
-      int64_t off = n * p.grid.stride[0];
-      for (int k = D - 1; k >= 0; o /= p.out_size[k], --k)
-        off += (o % p.out_size[k]) * p.grid.stride[1 + k];
-      const S* g = reinterpret_cast<const S*>(p.grid.data) + off + d * p.grid.stride[D + 1];
-      return double(Elem<S>::load(*g)) * 0.5 * double(p.in_size[D - 1 - d]);
-    };
+    const S* grid = reinterpret_cast<const S*>(p.grid.data);
     int near = 0;
     for (int i = 0; i < kProbes; ++i) {
-      const int64_t n = i % p.N, o = (points - 1) * i / (kProbes - 1);
-      const int64_t o2 =
-          W > 1 ? (o % W == W - 1 ? o - 1 : o + 1) : (o + 1 < points ? o + 1 : o - 1);
+      // Point o and its neighbour along the innermost output axis (or the next point).
+      const int64_t n = i % p.N, o = (points - 2) * i / (kProbes - 1);
+      const int64_t a = offset(n, o), b = p.out_size[D - 1] > 1 && (o + 1) % p.out_size[D - 1] != 0
+                                              ? a + p.grid.stride[D]
+                                              : offset(n, o + 1);
       bool ok = true;
-      for (int d = 0; d < D; ++d)
-        ok = ok && std::fabs(voxel(n, o, d) - voxel(n, o2, d)) <= kNearVoxels;
+      for (int d = 0; d < D; ++d) {  // in input voxels, align_corners aside
+        const int64_t c = d * p.grid.stride[D + 1];
+        const double dv = double(Elem<S>::load(grid[a + c])) - double(Elem<S>::load(grid[b + c]));
+        ok = ok && std::fabs(dv) * 0.5 * double(p.in_size[D - 1 - d]) <= kNearVoxels;
+      }
       near += ok ? 1 : 0;
     }
     return near >= kProbes * 3 / 4;
@@ -337,7 +342,11 @@ Args make_args(const Problem& p, void* ws) {
   };
   // NOTE [ Coherent grids ]: the input and inputGrad planes read and updated in place (whose
   // offsets must fit).
-  a.in_place = !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
+  // Sampled only where it changes a path: rows (4 channels or more), or an item backward's
+  // accumulator too large for the caches on a random grid.
+  const bool may_change =
+      rows_ok(p) || (backward_input_grad(p) && p.C * p.in_points() * compute_size(p) > kSlabBytes);
+  a.in_place = may_change && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
                extent(p, p.input) >= 0 &&
                (!backward_input_grad(p) || extent(p, p.input_grad) >= 0) && coherent_grid(p);
   const bool gathers = a.in_place;
