@@ -127,7 +127,8 @@ bool coherent_grid(const Problem& p) {
     int near = 0;
     for (int i = 0; i < kProbes; ++i) {
       // Point o and its neighbour along the innermost output axis (or the next point).
-      const int64_t n = i % p.N, o = (points - 2) * i / (kProbes - 1);
+      const int64_t n = i % p.N,
+                    o = std::min(points - 2, int64_t(double(points - 2) * i / (kProbes - 1)));
       const int64_t a = offset(n, o), b = p.out_size[D - 1] > 1 && (o + 1) % p.out_size[D - 1] != 0
                                               ? a + p.grid.stride[D]
                                               : offset(n, o + 1);
