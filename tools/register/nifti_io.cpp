@@ -213,9 +213,13 @@ void write_image(nifti_image* nim, const std::string& path, const Mat4& affine) 
     fail("cannot write " + path + ": not a NIfTI file name (use .nii or .nii.gz)");
   std::error_code ec;
   fs::remove(p, ec);  // so that a failed write cannot leave an old file looking like success
-  nifti_image_write(nim);
-  // nifti_image_write reports nothing; the file's presence and size tell (a gzipped header of a
-  // very compressible volume can be far smaller than the 348 bytes of a plain one).
+  // gzip level 1 instead of zlib's default 6: on the demo's outputs (Colin27 at 2 mm) the files
+  // are 0.4% to 2.3% larger and compress 1.5 times faster (`gzip -1` against `gzip -6` on its
+  // field.nii: 1.10 s against 1.69 s on a loaded machine); a displacement field hardly
+  // compresses at any level.
+  nifti_image_write_hdr_img(nim, 1, gz ? "wb1" : "wb");
+  // nifti_image_write_hdr_img reports nothing; the file's presence and size tell (a gzipped header
+  // of a very compressible volume can be far smaller than the 348 bytes of a plain one).
   const auto size = fs::file_size(p, ec);
   if (ec || size < (gz ? 20u : 348u))
     fail("cannot write " + path + ": write failed (is the folder writable?)");
