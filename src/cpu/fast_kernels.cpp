@@ -695,7 +695,7 @@ HWY_INLINE bool Scattered(const Table& tab, size_t count) {
 // which stays in L2 after its first reads in whatever order (2D bicubic C = 2, 16 x 224: 0.087
 // -> 0.057 ms). Those compute each vector's taps right before using them. The choice decides
 // only the order of independent reads, never results.
-template <class S, class SI>
+template <class SI>
 HWY_INLINE bool TapsAhead(const Args& a, int64_t row_bytes) {
   constexpr int64_t kCachedBytes = int64_t(1) << 19;
   return row_bytes > int64_t(sizeof(SI)) &&
@@ -734,7 +734,7 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
                     q.ggo = ggo;
                   };
   const int64_t row_bytes = (a.in_c == 1 ? p.C : 1) * int64_t(sizeof(SI));
-  if (!TapsAhead<S, SI>(a, row_bytes)) {  // NOTE [ Taps ahead ]
+  if (!TapsAhead<SI>(a, row_bytes)) {  // NOTE [ Taps ahead ]
     ForEachVector(a, o0, o1, N,
                   [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
                     fill(ring[0], count, go, fo, ggo);
@@ -743,8 +743,8 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
     return;
   }
   int64_t issued = 0, done = 0;
-  // Every tap's row (an invalid tap's offset is 0: harmless); for single elements only the first
-  // tap along x, whose neighbour shares its cache line but for 1 in 16.
+  // Every tap's row (an invalid tap's offset is 0: harmless); for rows of at most 8 bytes only the
+  // first tap along x, whose neighbour shares its cache line but for 1 in 8.
   const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;
   ForEachVector(a, o0, o1, N,
                 [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
