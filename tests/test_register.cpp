@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -764,24 +765,30 @@ TEST(Register, MiRegistersAContrastRemappedPair) {
   EXPECT_GT(jacobian_stats(jacobian_determinant(r.field)).min, 0);
 }
 
+// A voxel affine of the 40^3 phantom about its centre: a rotation by `angle` about z with x
+// scaled by `sx`, a shear `shear` of y by z (and -0.02 of z by y), z scaled by 0.97, then `shift`.
+Mat4 known_affine(double angle, double sx, double shear, const std::array<double, 3>& shift) {
+  const double c = std::cos(angle), s = std::sin(angle), mid = 19.5;
+  const double lin[3][3] = {{sx * c, -s, 0}, {sx * s, c, shear}, {0, -0.02, 0.97}};
+  Mat4 m = identity4();
+  for (size_t i = 0; i < 3; ++i) {
+    double off = shift[i] + mid;
+    for (size_t j = 0; j < 3; ++j) {
+      m[i][j] = lin[i][j];
+      off -= lin[i][j] * mid;
+    }
+    m[i][3] = off;
+  }
+  return m;
+}
+
 // The affine stage with MI recovers a known affine map of the phantom whose fixed copy has the
 // T2-like contrast (t2_like: not monotone).
 TEST(Register, AffineStageWithMiRecoversAKnownMatrixAcrossContrasts) {
   Runtime rt;
   const Volume p = make_synthetic_pair(40, 0.0, 2).moving;
   const Dims d = p.dims;
-  Mat4 truth = identity4();
-  const double c = std::cos(0.08), s = std::sin(0.08), mid = 19.5;
-  const double lin[3][3] = {{1.03 * c, -s, 0}, {1.03 * s, c, 0.02}, {0, -0.02, 0.97}};
-  const double shift[3] = {1.2, -0.8, 0.6};
-  for (size_t i = 0; i < 3; ++i) {
-    double off = shift[i] + mid;
-    for (size_t j = 0; j < 3; ++j) {
-      truth[i][j] = lin[i][j];
-      off -= lin[i][j] * mid;
-    }
-    truth[i][3] = off;
-  }
+  const Mat4 truth = known_affine(0.08, 1.03, 0.02, {1.2, -0.8, 0.6});
   Volume fixed(d, p.affine);
   fixed.data =
       t2_like(sample(rt, p.data, d, 1, affine_grid(truth, d, nullptr), d, Padding::Border));
@@ -971,18 +978,7 @@ TEST(Register, AffineStageRecoversAKnownMatrix) {
   Runtime rt;
   const Volume p = make_synthetic_pair(40, 0.0, 2).moving;
   const Dims d = p.dims;
-  Mat4 truth = identity4();
-  const double c = std::cos(0.1), s = std::sin(0.1), mid = 19.5;
-  const double lin[3][3] = {{1.04 * c, -s, 0}, {1.04 * s, c, 0.03}, {0, -0.02, 0.97}};
-  const double shift[3] = {1.5, -1.0, 0.8};
-  for (size_t i = 0; i < 3; ++i) {
-    double off = shift[i] + mid;
-    for (size_t j = 0; j < 3; ++j) {
-      truth[i][j] = lin[i][j];
-      off -= lin[i][j] * mid;
-    }
-    truth[i][3] = off;  // about the volume's centre
-  }
+  const Mat4 truth = known_affine(0.1, 1.04, 0.03, {1.5, -1.0, 0.8});
   Volume fixed(d, p.affine);
   fixed.data = sample(rt, p.data, d, 1, affine_grid(truth, d, nullptr), d, Padding::Border);
   RegisterOptions opt;
