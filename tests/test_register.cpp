@@ -782,31 +782,44 @@ Mat4 known_affine(double angle, double sx, double shear, const std::array<double
   return m;
 }
 
-// The affine stage with MI recovers a known affine map of the phantom whose fixed copy has the
-// T2-like contrast (t2_like: not monotone).
-TEST(Register, AffineStageWithMiRecoversAKnownMatrixAcrossContrasts) {
-  Runtime rt;
+// The 40^3 phantom (moving) against its copy mapped by `truth` and, if `t2`, remapped by t2_like
+// (fixed), registered with the affine stage only (`iters` per level) and `metric`.
+RegisterResult register_known_affine(Runtime& rt, const Mat4& truth, bool t2, Metric metric,
+                                     std::vector<int> iters) {
   const Volume p = make_synthetic_pair(40, 0.0, 2).moving;
-  const Dims d = p.dims;
-  const Mat4 truth = known_affine(0.08, 1.03, 0.02, {1.2, -0.8, 0.6});
-  Volume fixed(d, p.affine);
+  Volume fixed(p.dims, p.affine);
   fixed.data =
-      t2_like(sample(rt, p.data, d, 1, affine_grid(truth, d, nullptr), d, Padding::Border));
+      sample(rt, p.data, p.dims, 1, affine_grid(truth, p.dims, nullptr), p.dims, Padding::Border);
+  if (t2) fixed.data = t2_like(fixed.data);
   RegisterOptions opt;
   opt.levels = 2;
   opt.iters = {1, 1};
   opt.learning_rate = 1e-6;  // the deformable stage stays put
-  opt.metric = Metric::MI;
-  opt.affine_iters = {100, 50};
-  const RegisterResult r = register_volumes(rt, fixed, p, opt);
-  double worst = 0;
+  opt.metric = metric;
+  opt.affine_iters = std::move(iters);
+  return register_volumes(rt, fixed, p, opt);
+}
+
+// Calls f(x, y, z, want, got) at interior voxels of the 40^3 phantom, with the two maps' images.
+template <class F>
+void for_interior_voxels(const Mat4& want_map, const Mat4& got_map, F&& f) {
   for (int64_t z = 8; z < 32; z += 4)
     for (int64_t y = 8; y < 32; y += 4)
-      for (int64_t x = 8; x < 32; x += 4) {
-        const auto want = apply(truth, double(x), double(y), double(z));
-        const auto got = apply(r.affine, double(x), double(y), double(z));
-        for (size_t a = 0; a < 3; ++a) worst = std::max(worst, std::fabs(got[a] - want[a]));
-      }
+      for (int64_t x = 8; x < 32; x += 4)
+        f(x, y, z, apply(want_map, double(x), double(y), double(z)),
+          apply(got_map, double(x), double(y), double(z)));
+}
+
+// The affine stage with MI recovers a known affine map of the phantom whose fixed copy has the
+// T2-like contrast (t2_like: not monotone).
+TEST(Register, AffineStageWithMiRecoversAKnownMatrixAcrossContrasts) {
+  Runtime rt;
+  const Mat4 truth = known_affine(0.08, 1.03, 0.02, {1.2, -0.8, 0.6});
+  const RegisterResult r = register_known_affine(rt, truth, true, Metric::MI, {100, 50});
+  double worst = 0;
+  for_interior_voxels(truth, r.affine, [&](int64_t, int64_t, int64_t, auto want, auto got) {
+    for (size_t a = 0; a < 3; ++a) worst = std::max(worst, std::fabs(got[a] - want[a]));
+  });
   EXPECT_LT(worst, 0.3);
 }
 
@@ -976,31 +989,18 @@ TEST(Register, FixedMaskWeightsTheMetric) {
 // phantom; the written field is that map.
 TEST(Register, AffineStageRecoversAKnownMatrix) {
   Runtime rt;
-  const Volume p = make_synthetic_pair(40, 0.0, 2).moving;
-  const Dims d = p.dims;
   const Mat4 truth = known_affine(0.1, 1.04, 0.03, {1.5, -1.0, 0.8});
-  Volume fixed(d, p.affine);
-  fixed.data = sample(rt, p.data, d, 1, affine_grid(truth, d, nullptr), d, Padding::Border);
-  RegisterOptions opt;
-  opt.levels = 2;
-  opt.iters = {1, 1};
-  opt.learning_rate = 1e-6;  // the deformable stage stays put
-  opt.metric = Metric::SSD;
-  opt.affine_iters = {200, 100};
-  const RegisterResult r = register_volumes(rt, fixed, p, opt);
+  const RegisterResult r = register_known_affine(rt, truth, false, Metric::SSD, {200, 100});
+  const Dims d = r.field.dims;
   double worst = 0;
-  for (int64_t z = 8; z < 32; z += 4)
-    for (int64_t y = 8; y < 32; y += 4)
-      for (int64_t x = 8; x < 32; x += 4) {
-        const auto want = apply(truth, double(x), double(y), double(z));
-        const auto got = apply(r.affine, double(x), double(y), double(z));
-        const size_t i = size_t(3 * ((z * d.y + y) * d.x + x));
-        for (size_t a = 0; a < 3; ++a) {
-          worst = std::max(worst, std::fabs(got[a] - want[a]));
-          const double pos = a == 0 ? double(x) : (a == 1 ? double(y) : double(z));
-          EXPECT_NEAR(r.field.data[i + a], want[a] - pos, 0.3);
-        }
-      }
+  for_interior_voxels(truth, r.affine, [&](int64_t x, int64_t y, int64_t z, auto want, auto got) {
+    const size_t i = size_t(3 * ((z * d.y + y) * d.x + x));
+    for (size_t a = 0; a < 3; ++a) {
+      worst = std::max(worst, std::fabs(got[a] - want[a]));
+      const double pos = a == 0 ? double(x) : (a == 1 ? double(y) : double(z));
+      EXPECT_NEAR(r.field.data[i + a], want[a] - pos, 0.3);
+    }
+  });
   EXPECT_LT(worst, 0.3);
 }
 
