@@ -295,18 +295,28 @@ def main():
         before = nearest(moving_labels, ma, fa, np.zeros(fixed.shape + (3,)))
         s0 = {"dice_gm": dice(before, fixed_labels, 1), "dice_wm": dice(before, fixed_labels, 2)}
         log(f"  inter-subject, before: {s0}")
-        wall, t, warped = ours_register(a.tool, fixed_path, moving_path, a.threads,
-                                        d + "/ours", ours_extra)
-        s = scores(t, warped, fixed)
-        lab = nearest(moving_labels, ma, fa, t)
-        s.update(dice_gm=dice(lab, fixed_labels, 1), dice_wm=dice(lab, fixed_labels, 2))
-        add("MNI152 vs Colin27", "gridsample-register", wall, s)
-        for k in kinds:
-            wall, t, warped = ants_register(fixed_path, moving_path, k, d)
+        # The same pair with the moving head turned by 15 degrees about z and moved by
+        # (20, -15, 10) mm (its affine changed, the voxels kept): scans that are really apart.
+        c, sn = np.cos(np.radians(15)), np.sin(np.radians(15))
+        turn = np.array([[c, -sn, 0, 20], [sn, c, 0, -15], [0, 0, 1, 10], [0, 0, 0, 1]])
+        turned_path = d + "/colin_turned.nii.gz"
+        nib.save(nib.Nifti1Image(colin.astype(np.float32), turn @ ma), turned_path)
+        for pair, path, aff, sub in (("MNI152 vs Colin27", moving_path, ma, ""),
+                                     ("MNI152 vs Colin27 turned and moved", turned_path,
+                                      turn @ ma, "_turned")):
+            wall, t, warped = ours_register(a.tool, fixed_path, path, a.threads,
+                                            d + "/ours" + sub, ours_extra)
             s = scores(t, warped, fixed)
-            lab = nearest(moving_labels, ma, fa, t)
+            lab = nearest(moving_labels, aff, fa, t)
             s.update(dice_gm=dice(lab, fixed_labels, 1), dice_wm=dice(lab, fixed_labels, 2))
-            add("MNI152 vs Colin27", f"ANTs {k}", wall, s)
+            add(pair, "gridsample-register", wall, s)
+            os.makedirs(d + sub, exist_ok=True)
+            for k in kinds:
+                wall, t, warped = ants_register(fixed_path, path, k, d + sub)
+                s = scores(t, warped, fixed)
+                lab = nearest(moving_labels, aff, fa, t)
+                s.update(dice_gm=dice(lab, fixed_labels, 1), dice_wm=dice(lab, fixed_labels, 2))
+                add(pair, f"ANTs {k}", wall, s)
         rows.append(("MNI152 vs Colin27", "no registration", 0.0, s0))
 
     shape = nib.load(w("mni_s1/pair/fixed.nii.gz")).shape if os.path.exists(

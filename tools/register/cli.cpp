@@ -52,7 +52,7 @@ the known field was recovered.
 
 options:
   --fixed F        fixed volume (NIfTI .nii or .nii.gz)
-  --moving M       moving volume; resampled onto the fixed grid through the affines if needed
+  --moving M       moving volume, on any grid: the two affines locate it
   --linear L       stages before the deformable one (same metric and operators, every level but
                    the finest, from the centres of mass): affine (default: rigid, then a full
                    affine map), rigid (rotation and translation) or none (images already in one
@@ -483,7 +483,7 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   // synthetic: a pair with a known field (the phantom, or --pair-from).
   const bool synthetic = o.fixed.empty();
 
-  Volume fixed, moving, fixed_labels, moving_labels;
+  Volume fixed, moving, fixed_labels, moving_labels, moving_on_fixed;
   RegisterOptions reg = o.reg;
   SyntheticPair pair;
   std::string description;
@@ -534,8 +534,10 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
       moving_labels = read_labels(o.moving_labels, moving, o.moving);
     }
     if (!same_grid(fixed, moving)) {
-      moving = resample_onto(rt, moving, fixed);
-      description += "\nmoving resampled onto the fixed grid through the two affines";
+      // Registered on its own grid (NOTE [ Moving grid ]); on the fixed grid for the "before"
+      // measures and the picture, which also checks that the two overlap in world space.
+      moving_on_fixed = resample_onto(rt, moving, fixed);
+      description += "\nmoving registered on its own grid, located through the two affines";
     }
     prepare_output(o.out_dir);
   }
@@ -592,7 +594,9 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   // same whatever the two files' units.
   const IntensityMap fmap = IntensityMap::of(fixed.data, "fixed");
   const IntensityMap mmap = IntensityMap::of(moving.data, "moving");
-  const std::vector<float> fn = fmap(fixed.data), mn = mmap(moving.data), wn = mmap(r.warped.data);
+  const Volume& moving_before = moving_on_fixed.data.empty() ? moving : moving_on_fixed;
+  const std::vector<float> fn = fmap(fixed.data), mn = mmap(moving_before.data),
+                           wn = mmap(r.warped.data);
   const double mse0 = mse(fn, mn), mse1 = mse(fn, wn);
   const double ncc0 = ncc(fn, mn), ncc1 = ncc(fn, wn);
   ErrorStats e0, e1, a0, a1;
@@ -612,7 +616,7 @@ int run(const Options& o, std::ostream& out, ProgressPrinter& printer) {
   det.data = jacobian_determinant(r.field);
   const JacobianStats js = jacobian_stats(det.data);
   write_png(path("registration.png"),
-            registration_picture(fixed, moving, r.warped, title, &det.data));
+            registration_picture(fixed, moving_before, r.warped, title, &det.data));
   write_nifti(path("warped.nii.gz"), r.warped);
   write_nifti_field(path("field.nii.gz"), r.field, fixed.affine);
   write_nifti(path("jacobian.nii.gz"), det);

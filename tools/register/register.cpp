@@ -249,8 +249,6 @@ std::vector<Dims> pyramid_dims(Dims dims, int levels) {
 RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& moving,
                                 const RegisterOptions& given,
                                 const std::function<void(const Progress&)>& progress) {
-  if (fixed.dims != moving.dims)
-    throw std::invalid_argument("fixed and moving must share one grid (resample first)");
   if (given.levels < 1 || size_t(given.levels) != given.iters.size())
     throw std::invalid_argument("one iteration count per level is needed");
   if (given.window < 1 || given.window % 2 == 0)
@@ -260,58 +258,72 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
   const RegisterOptions options = given.resolved();
   const int levels = options.levels;
   const bool svf = options.transform == Transform::SVF;
-  const std::vector<Dims> dims = pyramid_dims(fixed.dims, levels);
-
   if (!options.fixed_mask.empty() && options.fixed_mask.size() != size_t(fixed.dims.count()))
     throw std::invalid_argument("the fixed mask must be on the fixed grid");
   const bool masked = !options.fixed_mask.empty();
 
-  // Pyramids, finest first (the mask's levels are weights in [0, 1]).
-  std::vector<std::vector<float>> pf = {IntensityMap::of(fixed.data, "fixed")(fixed.data)};
-  std::vector<std::vector<float>> pm = {IntensityMap::of(moving.data, "moving")(moving.data)};
-  std::vector<std::vector<float>> pk = {options.fixed_mask};
-  for (int l = 1; l < levels; ++l) {
-    const Dims from = dims[size_t(l - 1)], to = dims[size_t(l)];
+  // Pyramids, finest first, each image on its own grid (NOTE [ Moving grid ]; the mask's levels
+  // are weights in [0, 1]).
+  Pyramids py;
+  py.fixed_dims = pyramid_dims(fixed.dims, levels);
+  py.moving_dims = pyramid_dims(moving.dims, levels);
+  py.fixed = {IntensityMap::of(fixed.data, "fixed")(fixed.data)};
+  py.moving = {IntensityMap::of(moving.data, "moving")(moving.data)};
+  py.mask = {options.fixed_mask};
+  py.fixed_world = multiply(fixed.affine, normalized_to_voxel(fixed.dims));
+  py.moving_world = multiply(moving.affine, normalized_to_voxel(moving.dims));
+  auto coarser = [&](const std::vector<float>& image, Dims from, Dims to) {
     const bool halved[3] = {to.x != from.x, to.y != from.y, to.z != from.z};
-    const std::vector<float> grid = identity_grid(to);
-    for (auto* p : {&pf, &pm})
-      p->push_back(sample(rt, smooth(p->back(), from, halved), from, 1, grid, to, Padding::Border));
-    pk.push_back(
-        masked ? sample(rt, smooth(pk.back(), from, halved), from, 1, grid, to, Padding::Border)
-               : std::vector<float>());
+    return sample(rt, smooth(image, from, halved), from, 1, identity_grid(to), to, Padding::Border);
+  };
+  for (size_t l = 1; l < size_t(levels); ++l) {
+    const Dims f0 = py.fixed_dims[l - 1], f1 = py.fixed_dims[l];
+    py.fixed.push_back(coarser(py.fixed.back(), f0, f1));
+    py.moving.push_back(coarser(py.moving.back(), py.moving_dims[l - 1], py.moving_dims[l]));
+    py.mask.push_back(masked ? coarser(py.mask.back(), f0, f1) : std::vector<float>());
   }
+  const std::vector<Dims>& dims = py.fixed_dims;
 
   const int32_t user_threads = gridsampleGetNumThreads();
   RegisterResult result;
-  const bool linear = !options.rigid_iters.empty() || !options.affine_iters.empty();
-  Mat4 linear_map = identity4();  // normalised form of result.affine
-  if (linear) {
+  // The linear map in normalised coordinates, fixed grid -> moving grid: the world map W without
+  // linear stages (NOTE [ Moving grid ]), the identity on one grid.
+  const bool one_grid = fixed.dims == moving.dims && fixed.affine == moving.affine;
+  const bool stages = !options.rigid_iters.empty() || !options.affine_iters.empty();
+  const bool linear = stages || !one_grid;
+  Mat4 linear_map = identity4();
+  if (!one_grid) linear_map = multiply(inverse(py.moving_world), py.fixed_world);
+  if (stages) {
     // The rigid stage's centre and starting translation (world mm): the fixed image's centre of
     // mass, and the shift that takes it onto the moving one's.
-    const auto cf = center_of_mass(pf[0], fixed.dims), cm = center_of_mass(pm[0], fixed.dims);
+    const auto cf = center_of_mass(py.fixed[0], fixed.dims);
+    const auto cm = center_of_mass(py.moving[0], moving.dims);
     const auto wf = apply(fixed.affine, cf[0], cf[1], cf[2]);
-    const auto wm = apply(fixed.affine, cm[0], cm[1], cm[2]);
+    const auto wm = apply(moving.affine, cm[0], cm[1], cm[2]);
     const double centre[3] = {wf[0], wf[1], wf[2]};
     double shift[3] = {0, 0, 0};
     if (options.center_of_mass)
       for (size_t a = 0; a < 3; ++a) shift[a] = wm[a] - wf[a];
     const double no_rotation[3] = {0, 0, 0};
-    const Mat4 p = multiply(fixed.affine, normalized_to_voxel(dims[0]));
-    Mat4 g = multiply(inverse(p), multiply(rigid_world(no_rotation, centre, shift), p));
+    linear_map = multiply(inverse(py.moving_world),
+                          multiply(rigid_world(no_rotation, centre, shift), py.fixed_world));
     if (!options.rigid_iters.empty())
-      g = register_rigid(rt, pf, pm, dims, fixed.affine, centre, shift, options, pk, progress);
+      linear_map = register_rigid(rt, py, centre, shift, options, progress);
     if (!options.affine_iters.empty())
-      g = register_affine(rt, pf, pm, dims, options, g, pk, progress);
-    result.affine = affine_voxel(g, fixed.dims);
-    linear_map = g;
+      linear_map = register_affine(rt, py, options, linear_map, progress);
   }
+  // Its voxel form: fixed voxel -> normalised -> moving normalised -> world -> fixed voxel.
+  if (linear)
+    result.affine = multiply(
+        inverse(fixed.affine),
+        multiply(py.moving_world, multiply(linear_map, inverse(normalized_to_voxel(fixed.dims)))));
   Field param, uc, u;  // param: v (svf) or u (displacement); uc = exp(v) on v's grid
   std::vector<float> grid, warped, residual, grad, grad_c, grad_v;
   for (int level = 0; level < levels; ++level) {
     const auto t_level = Clock::now();
     const size_t l = size_t(levels - 1 - level);
     const Dims d = dims[l];
-    const std::vector<float>& f = pf[l];
+    const std::vector<float>& f = py.fixed[l];
     // NOTE [ Half-resolution velocity ]
     // A velocity's scaling and squaring (K compositions and their gradients, each a 3-channel
     // GridSampler3D(Grad)) costs several times the image warp, and each level eight times the
@@ -334,8 +346,8 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
     // slower with two threads than with one. Levels under kSerialLevel voxels therefore run the
     // operators on one thread (gridsampleSetNumThreads applies to this thread's runs only).
     const ThreadScope threads(d.count() < kSerialLevel ? 1 : user_threads);
-    WarpOp op(rt, d, d, Padding::Border);
-    op.set_moving(pm[l]);
+    WarpOp op(rt, py.moving_dims[l], d, Padding::Border);
+    op.set_moving(py.moving[l]);
     std::unique_ptr<SvfIntegrator> integ;
     if (svf) integ = std::make_unique<SvfIntegrator>(rt, dv);
     std::unique_ptr<WarpOp> up;
@@ -369,7 +381,7 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
       displaced_grid(disp, &grid);
       if (linear) map_points(linear_map, false, &grid);
       op.forward(grid, &warped);
-      const float* weight = masked ? pk[l].data() : nullptr;
+      const float* weight = masked ? py.mask[l].data() : nullptr;
       const double m = metric_loss(options, warped, f, d, residual.data(), weight);
       op.backward(residual, &grad);
       if (linear) map_points(linear_map, true, &grad);
@@ -428,38 +440,18 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
           p[2] = float(q[2] - double(z));
         }
   }
-  result.warped = warp(rt, moving, result.field);
+  result.warped = apply_field(rt, moving, result.field, fixed.affine, Interp::Linear);
   return result;
 }
 
-// The voxel-coordinate form of g = M n + t on grid d: voxel p -> normalised n = (2p + 1)/s - 1,
-// and back with p = ((g + 1) s - 1) / 2.
-Mat4 affine_voxel(const Mat4& g, Dims d) {
-  Mat4 to_n = identity4(), from_n = identity4();
-  for (size_t a = 0; a < 3; ++a) {
-    const double s = double(d[int(a)]);
-    to_n[a][a] = 2 / s;
-    to_n[a][3] = 1 / s - 1;
-    from_n[a][a] = s / 2;
-    from_n[a][3] = (s - 1) / 2;
-  }
-  return multiply(from_n, multiply(g, to_n));
-}
-
-std::vector<float> affine_grid(const Mat4& voxel_affine, Dims d, std::vector<float>* normalized) {
+std::vector<float> affine_grid(const Mat4& voxel_affine, Dims d) {
   std::vector<float> grid(size_t(3 * d.count()));
-  if (normalized != nullptr) normalized->resize(grid.size());
   size_t i = 0;
   for (int64_t z = 0; z < d.z; ++z)
     for (int64_t y = 0; y < d.y; ++y)
       for (int64_t x = 0; x < d.x; ++x, i += 3) {
         const auto q = apply(voxel_affine, double(x), double(y), double(z));
-        for (int a = 0; a < 3; ++a) {
-          grid[i + size_t(a)] = voxel_to_normalized(q[size_t(a)], d[a]);
-          if (normalized != nullptr)
-            (*normalized)[i + size_t(a)] =
-                voxel_to_normalized(a == 0 ? double(x) : (a == 1 ? double(y) : double(z)), d[a]);
-        }
+        for (int a = 0; a < 3; ++a) grid[i + size_t(a)] = voxel_to_normalized(q[size_t(a)], d[a]);
       }
   return grid;
 }
@@ -469,22 +461,24 @@ namespace {
 // One level of a linear stage: the moving image's warp and grid gradient, planned once.
 class LinearLevel {
  public:
-  LinearLevel(Runtime& rt, const std::vector<float>& fixed, const std::vector<float>& moving,
-              Dims d, const RegisterOptions& options, const float* weight)
-      : op_(rt, d, d, Padding::Border),
-        fixed_(fixed),
-        d_(d),
+  LinearLevel(Runtime& rt, const Pyramids& py, size_t l, const RegisterOptions& options)
+      : threads_(py.fixed_dims[l].count() < kSerialLevel ? 1 : gridsampleGetNumThreads()),
+        op_(rt, py.moving_dims[l], py.fixed_dims[l], Padding::Border),
+        fixed_(py.fixed[l]),
+        d_(py.fixed_dims[l]),
         options_(options),
-        residual_(fixed.size()),
-        weight_(weight) {
-    op_.set_moving(moving);
+        residual_(fixed_.size()),
+        n_(identity_grid(d_)),
+        weight_(py.mask[l].empty() ? nullptr : py.mask[l].data()) {
+    op_.set_moving(py.moving[l]);
   }
 
   // dE/d[M | t] (rows of the normalised map g = M n + t, row-major 3x4): one GridSampler3D warp,
   // one GridSampler3DGrad grid gradient G(x), then sum_x G(x) n(x)^T and sum_x G(x).
   std::array<double, 12> gradient(const Mat4& g) {
-    const std::vector<float> grid = affine_grid(affine_voxel(g, d_), d_, &n_);
-    op_.forward(grid, &warped_);
+    grid_ = n_;
+    map_points(g, false, &grid_);
+    op_.forward(grid_, &warped_);
     metric_ = metric_loss(options_, warped_, fixed_, d_, residual_.data(), weight_);
     op_.backward(residual_, &gg_);
     std::array<double, 12> acc{};
@@ -516,18 +510,16 @@ class LinearLevel {
   }
 
  private:
+  ThreadScope threads_;  // NOTE [ Threads per level ]
   WarpOp op_;
   const std::vector<float>& fixed_;
   Dims d_;
   const RegisterOptions& options_;
-  std::vector<float> warped_, residual_, gg_, n_;
-  const float* weight_;  // the fixed mask's level, or null
+  std::vector<float> warped_, residual_, gg_, grid_;
+  const std::vector<float> n_;  // the voxels' normalised coordinates
+  const float* weight_;         // the fixed mask's level, or null
   double metric_ = 0;
 };
-
-const float* level_weight(const std::vector<std::vector<float>>& mask, size_t l) {
-  return l < mask.size() && !mask[l].empty() ? mask[l].data() : nullptr;
-}
 
 // Rotations about x, y, z and their derivatives.
 Mat4 axis_rotation(int axis, double angle, bool derivative) {
@@ -545,18 +537,13 @@ Mat4 axis_rotation(int axis, double angle, bool derivative) {
 
 }  // namespace
 
-Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
-                     const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
-                     const RegisterOptions& options, const Mat4& initial,
-                     const std::vector<std::vector<float>>& mask, const ProgressFn& progress) {
-  const int levels = int(dims.size());
+Mat4 register_affine(Runtime& rt, const Pyramids& py, const RegisterOptions& options,
+                     const Mat4& initial, const ProgressFn& progress) {
+  const size_t levels = py.fixed_dims.size();
   Mat4 m = initial;
-  const size_t na = std::min(options.affine_iters.size(), size_t(levels));
+  const size_t na = std::min(options.affine_iters.size(), levels);
   for (size_t level = 0; level < na; ++level) {
-    const size_t l = size_t(levels - 1) - level;
-    const Dims d = dims[l];
-    const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
-    LinearLevel stage(rt, pf[l], pm[l], d, options, level_weight(mask, l));
+    LinearLevel stage(rt, py, levels - 1 - level, options);
     std::vector<float> params(12), grad(12);
     for (size_t a = 0; a < 3; ++a)
       for (size_t j = 0; j < 4; ++j) params[4 * a + j] = float(m[a][j]);
@@ -566,8 +553,7 @@ Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& pf,
       for (size_t a = 0; a < 3; ++a)
         for (size_t j = 0; j < 4; ++j) m[a][j] = params[4 * a + j];
       const std::array<double, 12> acc = stage.gradient(m);
-      stage.report(progress, "affine", level, size_t(levels), it, options.affine_iters[level],
-                   t_iter);
+      stage.report(progress, "affine", level, levels, it, options.affine_iters[level], t_iter);
       for (size_t k = 0; k < 12; ++k) grad[k] = float(acc[k]);
       adam.step(grad, &params);
     }
@@ -602,47 +588,41 @@ std::array<double, 3> center_of_mass(const std::vector<float>& image, Dims d) {
   return {m[0] / s, m[1] / s, m[2] / s};
 }
 
-Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& pf,
-                    const std::vector<std::vector<float>>& pm, const std::vector<Dims>& dims,
-                    const Mat4& fixed_affine, const double centre[3], const double initial[3],
-                    const RegisterOptions& options, const std::vector<std::vector<float>>& mask,
+Mat4 register_rigid(Runtime& rt, const Pyramids& py, const double centre[3],
+                    const double initial[3], const RegisterOptions& options,
                     const ProgressFn& progress) {
-  const int levels = int(dims.size());
-  const Mat4 p = multiply(fixed_affine, normalized_to_voxel(dims[0]));
-  const Mat4 p_inv = inverse(p);
-  // The translation's unit: the volume's mean half extent (mm), the length of P's columns.
+  const size_t levels = py.fixed_dims.size();
+  const Mat4& p = py.fixed_world;
+  const Mat4 q_inv = inverse(py.moving_world);
+  // The translation's unit: the fixed volume's mean half extent (mm), the length of P's columns.
   const std::array<double, 3> half = spacing(p);
   const double unit = (half[0] + half[1] + half[2]) / 3;
   // params: the three angles, then the translation in `unit`s.
   std::vector<float> params = {
       0, 0, 0, float(initial[0] / unit), float(initial[1] / unit), float(initial[2] / unit)};
   std::vector<float> grad(6);
-  auto world = [&](const std::vector<float>& q) {
-    const double angles[3] = {q[0], q[1], q[2]};
-    const double t[3] = {q[3] * unit, q[4] * unit, q[5] * unit};
+  auto world = [&](const std::vector<float>& v) {
+    const double angles[3] = {v[0], v[1], v[2]};
+    const double t[3] = {v[3] * unit, v[4] * unit, v[5] * unit};
     return rigid_world(angles, centre, t);
   };
-  const size_t nr = std::min(options.rigid_iters.size(), size_t(levels));
+  const size_t nr = std::min(options.rigid_iters.size(), levels);
   for (size_t level = 0; level < nr; ++level) {
-    const size_t l = size_t(levels - 1) - level;
-    const Dims d = dims[l];
-    const ThreadScope threads(d.count() < kSerialLevel ? 1 : gridsampleGetNumThreads());
-    LinearLevel stage(rt, pf[l], pm[l], d, options, level_weight(mask, l));
+    LinearLevel stage(rt, py, levels - 1 - level, options);
     Adam adam(options.affine_lr, 6, 0.0);
     for (int it = 0; it < options.rigid_iters[level]; ++it) {
       const auto t_iter = Clock::now();
       const std::array<double, 12> acc =
-          stage.gradient(multiply(p_inv, multiply(world(params), p)));
-      stage.report(progress, "rigid", level, size_t(levels), it, options.rigid_iters[level],
-                   t_iter);
-      // dE/dT = P^-T dE/dG P^T (dE/dG's last row is zero).
+          stage.gradient(multiply(q_inv, multiply(world(params), p)));
+      stage.report(progress, "rigid", level, levels, it, options.rigid_iters[level], t_iter);
+      // dE/dT = Q^-T dE/dG P^T (dE/dG's last row is zero).
       Mat4 dg{}, dt{};
       for (size_t i = 0; i < 3; ++i)
         for (size_t j = 0; j < 4; ++j) dg[i][j] = acc[4 * i + j];
       for (size_t i = 0; i < 4; ++i)
         for (size_t j = 0; j < 4; ++j)
           for (size_t k = 0; k < 4; ++k)
-            for (size_t q = 0; q < 4; ++q) dt[i][j] += p_inv[k][i] * dg[k][q] * p[j][q];
+            for (size_t c = 0; c < 4; ++c) dt[i][j] += q_inv[k][i] * dg[k][c] * p[j][c];
       double dr[3][3];
       for (size_t i = 0; i < 3; ++i)
         for (size_t j = 0; j < 3; ++j) dr[i][j] = dt[i][j] - dt[i][3] * centre[j];
@@ -664,7 +644,7 @@ Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& pf,
       adam.step(grad, &params);
     }
   }
-  return multiply(p_inv, multiply(world(params), p));
+  return multiply(q_inv, multiply(world(params), p));
 }
 
 Volume warp(Runtime& rt, const Volume& moving, const Field& u) {
@@ -686,7 +666,7 @@ Field inverse_transform(Runtime& rt, const Field& velocity, Dims out, const Mat4
   // resampled).
   const Mat4 a_inv = inverse(affine);
   Field inv(out);
-  inv.data = sample(rt, w.data, out, 3, affine_grid(a_inv, out, nullptr), out, Padding::Border);
+  inv.data = sample(rt, w.data, out, 3, affine_grid(a_inv, out), out, Padding::Border);
   size_t i = 0;
   for (int64_t z = 0; z < out.z; ++z)
     for (int64_t y = 0; y < out.y; ++y)

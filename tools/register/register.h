@@ -94,8 +94,11 @@ struct LevelStats {
 };
 
 struct RegisterResult {
-  Field field;  // on fixed's grid, voxels: moving(x + field(x)) ~ fixed(x), affine included
-  // The rigid and affine stages' map, fixed voxel -> moving voxel (same grid); identity without.
+  // On fixed's grid, in its voxels: fixed(x) ~ moving at the world position of the fixed voxel
+  // coordinates x + field(x) (apply_field), the linear stages included.
+  Field field;
+  // The linear map, fixed voxel -> the fixed voxel coordinates of the moving point it is matched
+  // to (world positions through the fixed affine); identity without linear stages on one grid.
   Mat4 affine = identity4();
   Field velocity;  // svf only: field = exp(velocity)
   Volume warped;   // moving warped onto fixed's grid, original intensities
@@ -114,8 +117,26 @@ struct IntensityMap {
 // The pyramid's grid sizes, finest (= dims) first.
 std::vector<Dims> pyramid_dims(Dims dims, int levels);
 
-// fixed and moving must have the same dims (see resample_onto). Throws std::invalid_argument for
-// options that cannot work, std::runtime_error for operator failures.
+// NOTE [ Moving grid ]
+// The moving image is registered on its own grid, not resampled onto the fixed one first: a
+// moving scan turned or shifted against the fixed field of view keeps the anatomy that falls
+// outside it (a resampling cuts it off, and the cut edge drew the field into folds). The fixed
+// and the moving pyramid each halve their own grid; their NIfTI affines give the world map W
+// from normalised fixed coordinates to normalised moving ones (W = Q^-1 P, NOTE [ Rigid stage ]),
+// which starts the linear stages, or is the whole linear map without them. Every sampling then
+// reads the moving image at G (n(x + u(x))), G the linear map in normalised coordinates.
+
+// The intensity-normalised pyramids of a pair, finest first: the fixed image's and the fixed
+// mask's levels (empty without a mask) on the fixed grid, the moving image's on its own grid;
+// and the maps P (fixed) and Q (moving) from normalised coordinates to world (mm).
+struct Pyramids {
+  std::vector<Dims> fixed_dims, moving_dims;
+  std::vector<std::vector<float>> fixed, moving, mask;
+  Mat4 fixed_world = identity4(), moving_world = identity4();
+};
+
+// fixed and moving may lie on different grids (NOTE [ Moving grid ]). Throws
+// std::invalid_argument for options that cannot work, std::runtime_error for operator failures.
 RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& moving,
                                 const RegisterOptions& options,
                                 const std::function<void(const Progress&)>& progress = {});
@@ -123,48 +144,39 @@ RegisterResult register_volumes(Runtime& rt, const Volume& fixed, const Volume& 
 // NOTE [ Affine stage ]
 // An affine map g = M n + t between normalised coordinates (n of the fixed voxel, g where the
 // moving image is sampled: affine_grid's convention), optimised by Adam on its 12 numbers from
-// `initial` (the rigid stage's result), coarse to fine over the pyramid: each iteration one
+// `initial` (the rigid stage's result or W), coarse to fine over the pyramid: each iteration one
 // GridSampler3D warp and one GridSampler3DGrad grid gradient G(x), then
 // dE/dM = sum_x G(x) n(x)^T and dE/dt = sum_x G(x). The deformable stage then samples the moving
-// image at A (x + u(x)) (NOTE [ Linear stages in the deformable warp ] in register.cpp), and the
-// written field is d(x) = A (x + u(x)) - x with A the same map in voxel coordinates.
-// register_affine takes the intensity-normalised pyramids (finest first; the fixed mask's levels
-// weight the metric when given) and returns [M | t] (the normalised form); affine_voxel gives
-// its voxel form A on a grid of size d.
-Mat4 register_affine(Runtime& rt, const std::vector<std::vector<float>>& fixed_pyramid,
-                     const std::vector<std::vector<float>>& moving_pyramid,
-                     const std::vector<Dims>& dims, const RegisterOptions& options,
-                     const Mat4& initial = identity4(),
-                     const std::vector<std::vector<float>>& mask_pyramid = {},
-                     const ProgressFn& progress = {});
+// image at g(n(x + u(x))) (NOTE [ Linear stages in the deformable warp ] in register.cpp), and
+// the written field is d(x) = A (x + u(x)) - x with A = RegisterResult::affine.
+// register_affine takes the pair's pyramids and returns [M | t] (the normalised form, fixed
+// grid -> moving grid).
+Mat4 register_affine(Runtime& rt, const Pyramids& pyramids, const RegisterOptions& options,
+                     const Mat4& initial, const ProgressFn& progress = {});
 
 // NOTE [ Rigid stage ]
 // A rotation and a translation in world space (mm, through the fixed image's affine, so that it
 // stays rigid on anisotropic or oblique grids): T(w) = R (w - c) + c + t, R = Rz(gamma) Ry(beta)
 // Rx(alpha) (ANTs' Euler3DTransform), c the fixed image's centre of mass. Its normalised form is
-// G = P^-1 T P with P the map from normalised coordinates of the fixed grid to world (the same on
-// every level, alignCorners false). Each iteration is the affine stage's (one warp, one grid
-// gradient, dE/dG), then the chain rule: dE/dT = P^-T dE/dG P^T, dE/dt = the last column of
-// dE/dT, dE/dR = dE/dT's linear part minus that column times c^T, and each angle's derivative is
-// <dE/dR, dR/dangle>. Adam sees the angles in radians and the translation in units of the
-// volume's half extent, so that one step moves the volume's edge about as far either way.
+// G = Q^-1 T P with P and Q the maps from normalised coordinates of the fixed and the moving grid
+// to world (the same on every level, alignCorners false). Each iteration is the affine stage's (one
+// warp, one grid gradient, dE/dG), then the chain rule: dE/dT = Q^-T dE/dG P^T, dE/dt = the last
+// column of dE/dT, dE/dR = dE/dT's linear part minus that column times c^T, and each angle's
+// derivative is <dE/dR, dR/dangle>. Adam sees the angles in radians and the translation in units of
+// the volume's half extent, so that one step moves the volume's edge about as far either way.
 // register_rigid returns the normalised form of the result; `initial` is T's starting
 // translation (mm).
-Mat4 register_rigid(Runtime& rt, const std::vector<std::vector<float>>& fixed_pyramid,
-                    const std::vector<std::vector<float>>& moving_pyramid,
-                    const std::vector<Dims>& dims, const Mat4& fixed_affine, const double centre[3],
+Mat4 register_rigid(Runtime& rt, const Pyramids& pyramids, const double centre[3],
                     const double initial[3], const RegisterOptions& options,
-                    const std::vector<std::vector<float>>& mask_pyramid = {},
                     const ProgressFn& progress = {});
 // The rigid map of NOTE [ Rigid stage ] in world coordinates, from the three Euler angles
 // (radians), the centre and the translation (mm).
 Mat4 rigid_world(const double angles[3], const double centre[3], const double translation[3]);
 // The centre of mass of a non-negative image, voxel coordinates.
 std::array<double, 3> center_of_mass(const std::vector<float>& image, Dims d);
-Mat4 affine_voxel(const Mat4& normalized, Dims d);
 // The sampling grid of a voxel affine (voxel x -> voxel A x, one grid of size d), as PyTorch's
-// affine_grid makes it; `normalized`, if given, receives the voxels' own normalised coordinates.
-std::vector<float> affine_grid(const Mat4& voxel_affine, Dims d, std::vector<float>* normalized);
+// affine_grid makes it.
+std::vector<float> affine_grid(const Mat4& voxel_affine, Dims d);
 
 // moving(x + u(x)) on u's grid (which must match moving's dims), border padding.
 Volume warp(Runtime& rt, const Volume& moving, const Field& u);
