@@ -221,9 +221,18 @@ HWY_INLINE void StorePoints(DF df, hn::Vec<DF> v, S* base, int64_t stride, size_
     if (stride == 1) return hn::BlendedStore(v, hn::FirstN(df, count), df, base);  // NOTE above
   }
 #endif
-  alignas(64) T buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
-  hn::Store(v, df, buf);
-  for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = Elem<S>::store(buf[i]);
+  if constexpr (k16<S>) {
+    // Rounded a vector at a time (Demote16 rounds as Elem<S>::store does, without its scalar
+    // emulation's branches), then scattered: partial and strided rows, e.g. the channels of a
+    // channel-last tensor with few channels, and gridGrad's (x, y[, z]) pairs and triples.
+    alignas(64) S buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
+    Demote16(df, v, buf);
+    for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = buf[i];
+  } else {
+    alignas(64) T buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
+    hn::Store(v, df, buf);
+    for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = buf[i];
+  }
 }
 
 // base[off[i]] for every lane; every lane of off is a valid offset.
@@ -635,6 +644,22 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
       off += (rem % a.size[d]) * v.stride[2 + D - 1 - d];
       rem /= a.size[d];
     }
+    if (sc == 1) {  // a channel-last view: its rows are already rows, to be widened only
+      const size_t N = hn::Lanes(df);
+      auto span = [&](const S* from, T* to, int64_t len) HWY_ATTR {
+        for (int64_t i = 0; i < len; i += int64_t(N)) {
+          const size_t cnt = size_t(std::min<int64_t>(int64_t(N), len - i));
+          StorePoints(df, LoadPoints(df, from + i, 1, cnt), to + i, 1, cnt);
+        }
+      };
+      if (sx == C) {
+        span(src + off + x0 * sx, dst + (r * W + x0) * C, run * C);
+      } else {
+        for (int64_t x = x0; x < x0 + run; ++x) span(src + off + x * sx, dst + (r * W + x) * C, C);
+      }
+      q += run;
+      continue;
+    }
     for (int64_t x = x0; x < x0 + run; x += kBlock) {
       const size_t cnt = size_t(std::min(kBlock, x0 + run - x));
       T* d0 = dst + (r * W + x) * C;
@@ -886,9 +911,26 @@ void Unpack(const Args& a, int64_t n, const TOf<S>* acc, int64_t c0, int64_t c1,
   const int64_t W = a.size[0];
   const int64_t ix = ig.stride[2 + D - 1], iz = ig.stride[2], iy = D == 3 ? ig.stride[3] : 0;
   const int64_t sz = a.acc_sp[D - 1], sy = D == 3 ? a.acc_sp[1] : 0, sx = a.acc_sp[0];
+  // Converts n contiguous elements.
+  auto span = [&](const TOf<S>* src, S* dst, int64_t n) HWY_ATTR {
+    for (int64_t i = 0; i < n; i += int64_t(N)) {
+      const size_t cnt = size_t(std::min<int64_t>(int64_t(N), n - i));
+      StorePoints(df, LoadPoints(df, src + i, 1, cnt), dst + i, 1, cnt);
+    }
+  };
   // One input row at a time (all its channels), so that rows of channels are read from L1.
   ForEachSlabRow<D>(a, z0, z1, [&](int64_t z, int64_t y) {
     int64_t c_done = c0;
+    if (a.acc_c == 1 && ig.stride[1] == 1) {  // rows into a channel-last view: no transposes
+      const TOf<S>* src = acc + z * sz + y * sy + c0;
+      S* dst = base + z * iz + y * iy + c0;
+      if (ix == sx && c1 - c0 == sx) {
+        span(src, dst, W * sx);  // the whole input row is one run
+      } else {
+        for (int64_t x = 0; x < W; ++x) span(src + x * sx, dst + x * ix, c1 - c0);
+      }
+      return;
+    }
 #if defined(GS_ROW_TRANSPOSE)
     if (a.acc_c == 1) {  // rows: whole N x N blocks by transposes
       const TOf<S>* src = acc + z * sz + y * sy;
