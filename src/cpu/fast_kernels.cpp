@@ -869,18 +869,18 @@ template <class T, int D>
 void ZeroRegion(const Args& a, T* acc, int64_t c0, int64_t c1, int64_t z0, int64_t z1) {
   const int64_t W = a.size[0];
   const int64_t sz = a.acc_sp[D - 1], sy = D == 3 ? a.acc_sp[1] : 0;
+  if (a.acc_in_workspace && a.acc_c == 1 && c1 - c0 == a.p->C) {  // one contiguous block
+    // Plain vector stores rather than memset, whose large-size path may bypass the caches:
+    // the slab is about to be updated at random.
+    const hn::ScalableTag<T> d;
+    T* p = acc + z0 * sz;
+    const int64_t len = (z1 - z0) * sz, step = int64_t(hn::Lanes(d));
+    int64_t i = 0;
+    for (; i + step <= len; i += step) hn::StoreU(hn::Zero(d), d, p + i);
+    for (; i < len; ++i) p[i] = T(0);
+    return;
+  }
   if (a.rows_acc) {
-    if (a.acc_in_workspace && c1 - c0 == a.p->C) {  // the slab is one contiguous block
-      // Plain vector stores rather than memset, whose large-size path may bypass the caches:
-      // the slab is about to be updated at random.
-      const hn::ScalableTag<T> d;
-      T* p = acc + z0 * sz;
-      const int64_t len = (z1 - z0) * sz, step = int64_t(hn::Lanes(d));
-      int64_t i = 0;
-      for (; i + step <= len; i += step) hn::StoreU(hn::Zero(d), d, p + i);
-      for (; i < len; ++i) p[i] = T(0);
-      return;
-    }
     ForEachSlabRow<D>(a, z0, z1, [&](int64_t z, int64_t y) {
       T* row = acc + z * sz + y * sy;
       for (int64_t x = 0; x < W; ++x) std::fill_n(row + x * a.acc_sp[0] + c0, c1 - c0, T(0));
@@ -1260,6 +1260,14 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   const Problem& p = *a.p;
   S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
   if constexpr (NT == 1) {
+    if (p.grid_grad.stride[D + 1] == 1 && a.inner_gg == D) {  // rows of packed (x, y[, z])
+      // Zero bits are +0 in every type, as Elem<S>::store(0) gives.
+      ForEachVector(a, o0, o1, size_t(a.row_len),
+                    [&](int64_t, size_t count, int64_t, int64_t, int64_t ggo) {
+                      std::memset(static_cast<void*>(gg + ggo), 0, count * D * sizeof(S));
+                    });
+      return;
+    }
     hn::Vec<DF> zero[D];
     for (int d = 0; d < D; ++d) zero[d] = hn::Zero(df);
     ForEachVector(a, o0, o1, hn::Lanes(df),
@@ -1334,17 +1342,30 @@ HWY_INLINE void AddTaps(const Args& a, hn::TFromD<DF>* acc, const TapTable<DF, D
     }
   };
   if (WithRowVectors(C, N, rows_of)) return;
+  // NOTE [ Unmasked row updates ]: the part of a row shorter than a vector is updated with vectors
+  // of at most 4 lanes and then single elements, not with masked loads and stores: a masked load
+  // of a row that a masked store has just written waits for the store to retire (no
+  // store-to-load forwarding), and consecutive points of a coherent grid update the same rows
+  // (2D f16 warp, C = 4, N = 4, 32^2 -> 128 x 64 nearest, item backward, AVX-512, 1 thread:
+  // ... ms).
+  const hn::CappedTag<T, 4> d4;
+  const int64_t N4 = int64_t(hn::Lanes(d4));
   for (size_t j = 0; j < count; ++j) {
     const T* grow = go + int64_t(j) * ps;
     for (int t = 0; t < kTaps; ++t) {
       if (inside[t][j] == 0) continue;
       T* row = acc + st.off[t][j];
-      const auto w = hn::Set(df, st.w[t][j]);
-      for (int64_t c = 0; c < C; c += int64_t(N)) {
-        const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
-        const auto gv = hn::Mul(w, LoadRow(df, grow + c, cn));
-        StoreRow(df, hn::Add(LoadRow(df, row + c, cn), gv), row + c, cn);
-      }
+      const T ws = st.w[t][j];
+      const auto w = hn::Set(df, ws);
+      int64_t c = 0;
+      for (; c + int64_t(N) <= C; c += int64_t(N))
+        hn::StoreU(hn::Add(hn::LoadU(df, row + c), hn::Mul(w, hn::LoadU(df, grow + c))), df,
+                   row + c);
+      const auto w4 = hn::Set(d4, ws);
+      for (; c + N4 <= C; c += N4)
+        hn::StoreU(hn::Add(hn::LoadU(d4, row + c), hn::Mul(w4, hn::LoadU(d4, grow + c))), d4,
+                   row + c);
+      for (; c < C; ++c) row[c] = row[c] + ws * grow[c];
     }
   }
 }
@@ -1552,8 +1573,68 @@ void Item(const Args& a, int64_t n) {
         },
         acc);
   } else {
-    (void)a;
-    (void)n;
+    // FLOAT16 and BF16: the accumulator is the FLOAT32 workspace with the offsets of Args::in
+    // (the input rows, or the accumulator itself without gridGrad), rounded into inputGrad at the
+    // end; gradOutput is widened a vector of points at a time, as rows when the accumulator is
+    // (AddTaps) and as vectors of points otherwise. gridGrad gets the sums of GridGradImpl.
+    using DF = DFOf<S>;
+    using Table = TapTable<DF, D, NT>;
+    const DF df;
+    const DIOf<DF> di;
+    const size_t N = hn::Lanes(df);
+    const Problem& p = *a.p;
+    const int64_t C = p.C, os1 = p.out.stride[1];
+    T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
+    ZeroRegion<T, D>(a, acc, 0, C, 0, a.size[D - 1]);
+    const T* in = reinterpret_cast<const T*>(a.in) + n * a.in_n;
+    const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+    if (NT == 1 && p.want_grid_grad) GridGradImpl<S, T, D, NT>(a, n, 0, a.points);
+    S* gg =
+        p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
+    std::vector<T> stage(size_t(C + 1) * N);  // (+ N: whole vectors written at a row's end)
+    const bool rows = a.rows_acc;
+    const int64_t ps = rows ? C : 1, cs = rows ? 1 : int64_t(N);
+    alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
+    PointPipeline<S, T, D, NT>(
+        a, n, 0, a.points, gg != nullptr,
+        [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
+          const size_t count = q.count;
+          const S* go = gout + q.fo;
+          T* st = stage.data();
+          if (rows && os1 == 1) {
+            for (size_t j = 0; j < count; ++j)
+              for (int64_t c = 0; c < C; c += int64_t(N)) {
+                const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
+                hn::StoreU(LoadRow(df, go + int64_t(j) * a.inner_feat + c, cn), df,
+                           st + int64_t(j) * C + c);
+              }
+          } else if (rows) {
+            PlanesToRows(df, go, a.inner_feat, os1, count, C,
+                         [&](size_t j, auto&& f) HWY_ATTR { f(st + int64_t(j) * C); });
+          } else {
+            for (int64_t c = 0; c < C; ++c)
+              hn::StoreU(LoadPoints(df, go + c * os1, a.inner_feat, count), df, st + c * cs);
+          }
+          if (gg != nullptr) {
+            hn::Vec<DF> gacc[D];
+            GridGradSums<DF, T, D, NT>(
+                df, a, in, q.tab,
+                [&](int64_t c) HWY_ATTR {
+                  return rows ? LoadPoints(df, st + c, C, count) : hn::LoadU(df, st + c * cs);
+                },
+                [&](size_t j) HWY_ATTR -> const T* {
+                  return rows ? st + int64_t(j < count ? j : 0) * C : nullptr;
+                },
+                gacc);
+            const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
+            for (int d = 0; d < D; ++d)
+              gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
+            StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
+          }
+          AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, nullptr, st, ps, cs, count, prod);
+        },
+        acc);
+    Unpack<S, D>(a, n, acc, 0, C, 0, a.size[D - 1]);
   }
 }
 
