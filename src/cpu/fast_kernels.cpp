@@ -227,6 +227,13 @@ HWY_INLINE void StorePoints(DF df, hn::Vec<DF> v, S* base, int64_t stride, size_
     // channel-last tensor with few channels, and gridGrad's (x, y[, z]) pairs and triples.
     alignas(64) S buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
     Demote16(df, v, buf);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if (stride == 1) {  // AVX-512BW's masked 16-bit store, rather than a call to memcpy
+      const hn::Rebind<uint16_t, DF> d16;
+      return hn::BlendedStore(hn::Load(d16, reinterpret_cast<const uint16_t*>(buf)),
+                              hn::FirstN(d16, count), d16, reinterpret_cast<uint16_t*>(base));
+    }
+#endif
     for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = buf[i];
   } else {
     alignas(64) T buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
