@@ -449,6 +449,63 @@ TEST(FastDirect, CoherentGridsMatchReference) {
   set_threads(saved);
 }
 
+// FLOAT16 and BF16 take the item backward too (NOTE [ Item backward ] in src/cpu/fast.cpp): a
+// FLOAT32 accumulator per item laid out as the input rows (or, when nothing reads the input, as
+// inputGrad), rounded into inputGrad at the end. Every channel count that changes a loop (1, 2,
+// 3: per channel; 4, 5, 8: rows shorter than a vector; 16, 17, 32: whole vectors and a tail),
+// both layouts, views with gaps, every mode, with and without gridGrad: out and inputGrad
+// bit-identical to cpu:ref and to the slab path (3 threads, 2 items), gridGrad within tolerance.
+TEST(FastItem, SixteenBitItemsMatchReference) {
+  const int saved = set_threads(1);
+  auto logged = [](const std::function<void()>& f) {
+    setenv("GRIDSAMPLE_VERBOSE", "1", 1);
+    ::testing::internal::CaptureStderr();
+    f();
+    unsetenv("GRIDSAMPLE_VERBOSE");
+    return ::testing::internal::GetCapturedStderr();
+  };
+  uint64_t seed = 500;
+  for (aclDataType dt : {ACL_FLOAT16, ACL_BF16})
+    for (int64_t C : {1, 2, 3, 4, 5, 8, 16, 17, 32})
+      for (bool cl : {false, true}) {
+        Case c;
+        c.nd = C % 2 == 0 ? 2 : 3;
+        c.N = 2;
+        c.C = C;
+        c.in = c.nd == 2 ? std::vector<int64_t>{9, 23} : std::vector<int64_t>{5, 7, 9};
+        c.out = c.nd == 2 ? std::vector<int64_t>{12, 20} : std::vector<int64_t>{4, 6, 11};
+        c.m = {int64_t(seed % 3), int64_t((seed / 3) % 3), seed % 2 == 0};
+        c.dt = dt;
+        c.channel_last = cl;
+        c.strided = seed % 4 < 2;
+        c.coherent = seed % 5 != 0;
+        c.seed = seed++;
+        SCOPED_TRACE(c.name());
+        const Inputs in = make_inputs(c);
+        const Outputs ref = run(c, in, "cpu:ref");
+        Outputs fast;
+        std::string log = logged([&] { fast = run(c, in, "cpu:fast"); });
+        EXPECT_NE(log.find("item backward"), std::string::npos) << log;
+        expect_same_as_ref(c, in, fast, ref);
+        // inputGrad alone: nothing reads the input.
+        HostTensor ig = make(c, c.feature(c.in), c.format(), 4);
+        ig.fill(1234.5);
+        log = logged([&] {
+          ForceImpl force("cpu:fast");
+          EXPECT_EQ(backward(in.go, in.x, in.g, &ig, nullptr, c.m, true, false), ACLNN_SUCCESS);
+        });
+        EXPECT_NE(log.find("item backward"), std::string::npos) << log;
+        EXPECT_TRUE(same_bits(ig.values(), ref.ig)) << "inputGrad only";
+        // The slab path, for the same bits.
+        set_threads(3);
+        log = logged([&] { fast = run(c, in, "cpu:fast"); });
+        set_threads(1);
+        EXPECT_EQ(log.find("item backward"), std::string::npos) << log;
+        expect_same_as_ref(c, in, fast, ref);
+      }
+  set_threads(saved);
+}
+
 // An empty output grid with an input large enough for several threads: inputGrad is all zeros
 // (SPEC §2) with 1 to 3 threads, one item or several.
 TEST(FastEmpty, EmptyGridZeroesInputGrad) {

@@ -144,11 +144,16 @@ bool coherent_grid(const Problem& p) {
   });
 }
 
+// Whether the kernels read the input: the backward reads it only for gridGrad, and nearest's is 0.
+bool reads_input(const Problem& p) {
+  return p.op == Op::Forward || (p.want_grid_grad && p.interp != Interp::Nearest);
+}
+
 bool pack_input(const Problem& p) {
   // Rows for a channel-first input with enough channels; any 16-bit input, which the copy also
   // widens, so that gathers read FLOAT32 (there is no 16-bit gather).
   if (!sixteen_bit(p) && (!rows_ok(p) || p.channel_last)) return false;
-  if (p.op == Op::Backward && !p.want_grid_grad) return false;  // only gridGrad reads the input
+  if (!reads_input(p)) return false;
   // The copy streams the input twice (about 2 * C * 4 / 64 cache lines per point, once), while
   // a channel-first read costs C scattered lines: one row read per eight input points pays.
   const int64_t reads = p.out_points() * taps_per_point(p);
@@ -159,7 +164,8 @@ bool pack_input(const Problem& p) {
 // FLOAT and DOUBLE accumulate in the inputGrad view itself when it is channel-last or has few
 // channels; otherwise inputGrad accumulates in the workspace in the compute type: as rows
 // (NOTE [ Channel rows ]) or, with few channels, as [N, C, spatial] FLOAT32 for the 16-bit types
-// (SPEC §4.7: rounded once, when a slab is complete).
+// unless the input rows or a channel-last inputGrad are rows (SPEC §4.7: rounded once, when a
+// slab or an item is complete).
 bool acc_in_workspace(const Problem& p) {
   if (!backward_input_grad(p)) return false;
   return sixteen_bit(p) || (rows_ok(p) && !p.channel_last);
@@ -358,8 +364,12 @@ Args make_args(const Problem& p, void* ws) {
   a.rows_fwd = rows_ok(p) && a.in_c == 1 && !gathers;
   if (backward_input_grad(p)) {
     a.acc_in_workspace = acc_in_workspace(p) && !gathers;
-    place(p.input_grad, a.acc_in_workspace, base + w.acc, rows_ok(p) ? 1 : p.in_points(),
-          rows_ok(p) ? p.C : 1, &a.acc, &a.acc_n, &a.acc_c, a.acc_sp);
+    // Rows, or with few channels planes; but rows too when the input is (one tap table then
+    // serves both, NOTE [ Item backward ]) or when inputGrad is (Unpack copies runs); AddTaps
+    // takes any channel stride.
+    const bool acc_rows = rows_ok(p) || a.in_packed || p.channel_last;
+    place(p.input_grad, a.acc_in_workspace, base + w.acc, acc_rows ? 1 : p.in_points(),
+          acc_rows ? p.C : 1, &a.acc, &a.acc_n, &a.acc_c, a.acc_sp);
     a.rows_acc = rows_ok(p) && a.acc_c == 1;
     const Binning b = binning(p);
     a.slab_len = b.slab_len;
@@ -405,15 +415,39 @@ int useful_threads(const Problem& p) {
 // threads available evenly enough; and either channel rows, whose updates use whole cache lines, or
 // an accumulator no bigger than a slab. Single channels scattered over a larger accumulator are
 // what slabs are for: 3d_bilinear_c1_128 on one thread took 1.35x as long in one pass.
+// FLOAT16 and BF16 accumulate in the FLOAT32 workspace instead, laid out as the input rows
+// (NOTE [ Channel rows ]; gridGrad reads them), or, without gridGrad (or with nearest's, 0), read
+// nothing of the input (item_args); gradOutput is widened a vector of points at a time, and the
+// item's accumulator rounded into inputGrad at the end (2D f16, AVX-512, 1 thread, listed slabs
+// -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest, channel-first: 0.85 -> 0.38 ms; affine
+// N = 8, C = 1, 128 x 16 -> 64 x 256 nearest, channel-last: 2.19 -> 0.77 ms; PyTorch 2.15: 0.43
+// and 1.25 ms).
 bool item_backward(const Problem& p, const Args& a, int threads) {
-  if (!backward_input_grad(p) || sixteen_bit(p) || a.in_packed || a.acc_in_workspace) return false;
-  if (a.in_c != a.acc_c || (a.rows_acc && p.out.stride[1] != 1)) return false;
+  if (!backward_input_grad(p)) return false;
+  if (sixteen_bit(p) ? !a.acc_in_workspace || !(a.in_packed || !reads_input(p))
+                     : a.in_packed || a.acc_in_workspace)
+    return false;
+  if (a.in_c != a.acc_c || (!sixteen_bit(p) && a.rows_acc && p.out.stride[1] != 1)) return false;
   for (int d = 0; d < p.nd; ++d)
     if (a.in_sp[d] != a.acc_sp[d]) return false;
   // A large accumulator of planes stays in the caches only if the grid is coherent.
   if (!a.rows_acc && !a.in_place && p.C * p.in_points() * compute_size(p) > kSlabBytes)
     return false;
   return p.N % threads == 0 || p.N >= 4 * threads;
+}
+
+// The arguments of an item backward: for FLOAT16 and BF16 that read nothing of the input
+// (reads_input), the taps are computed in the accumulator's strides (item_backward needs one
+// table).
+Args item_args(const Problem& p, const Args& a) {
+  Args b = a;
+  if (sixteen_bit(p) && backward_input_grad(p) && !reads_input(p) && a.acc_in_workspace) {
+    b.in = a.acc;
+    b.in_n = a.acc_n;
+    b.in_c = a.acc_c;
+    for (int d = 0; d < p.nd; ++d) b.in_sp[d] = a.acc_sp[d];
+  }
+  return b;
 }
 
 // NOTE [ Direct slabs ]
@@ -517,10 +551,13 @@ void run(const Problem& p, void* ws) {
     if (cost >= 0) std::fprintf(stderr, " (scan/entries %.2f)", cost);
     std::fputc('\n', stderr);
   };
-  if (item_backward(p, a, run_threads())) {
+  if (const Args b = item_args(p, a); item_backward(p, b, run_threads())) {
     say("item backward");
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
-    for (int64_t n = 0; n < p.N; ++n) k.item(a, n);
+    for (int64_t n = 0; n < p.N; ++n) {
+      if (a.in_packed) k.pack(a, n, 0, p.in_points());  // item n reads only its own rows
+      k.item(b, n);
+    }
     return;
   }
 

@@ -221,9 +221,25 @@ HWY_INLINE void StorePoints(DF df, hn::Vec<DF> v, S* base, int64_t stride, size_
     if (stride == 1) return hn::BlendedStore(v, hn::FirstN(df, count), df, base);  // NOTE above
   }
 #endif
-  alignas(64) T buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
-  hn::Store(v, df, buf);
-  for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = Elem<S>::store(buf[i]);
+  if constexpr (k16<S>) {
+    // Rounded a vector at a time (Demote16 rounds as Elem<S>::store does, without its scalar
+    // emulation's branches), then scattered: partial and strided rows, e.g. the channels of a
+    // channel-last tensor with few channels, and gridGrad's (x, y[, z]) pairs and triples.
+    alignas(64) S buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
+    Demote16(df, v, buf);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if (stride == 1) {  // AVX-512BW's masked 16-bit store, rather than a call to memcpy
+      const hn::Rebind<uint16_t, DF> d16;
+      return hn::BlendedStore(hn::Load(d16, reinterpret_cast<const uint16_t*>(buf)),
+                              hn::FirstN(d16, count), d16, reinterpret_cast<uint16_t*>(base));
+    }
+#endif
+    for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = buf[i];
+  } else {
+    alignas(64) T buf[kMaxLanes<DF>] = {};  // (initialized only to quiet GCC's flow analysis)
+    hn::Store(v, df, buf);
+    for (size_t i = 0; i < count; ++i) base[int64_t(i) * stride] = buf[i];
+  }
 }
 
 // base[off[i]] for every lane; every lane of off is a valid offset.
@@ -635,6 +651,22 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
       off += (rem % a.size[d]) * v.stride[2 + D - 1 - d];
       rem /= a.size[d];
     }
+    if (sc == 1) {  // a channel-last view: its rows are already rows, to be widened only
+      const size_t N = hn::Lanes(df);
+      auto span = [&](const S* from, T* to, int64_t len) HWY_ATTR {
+        for (int64_t i = 0; i < len; i += int64_t(N)) {
+          const size_t cnt = size_t(std::min<int64_t>(int64_t(N), len - i));
+          StorePoints(df, LoadPoints(df, from + i, 1, cnt), to + i, 1, cnt);
+        }
+      };
+      if (sx == C) {
+        span(src + off + x0 * sx, dst + (r * W + x0) * C, run * C);
+      } else {
+        for (int64_t x = x0; x < x0 + run; ++x) span(src + off + x * sx, dst + (r * W + x) * C, C);
+      }
+      q += run;
+      continue;
+    }
     for (int64_t x = x0; x < x0 + run; x += kBlock) {
       const size_t cnt = size_t(std::min(kBlock, x0 + run - x));
       T* d0 = dst + (r * W + x) * C;
@@ -844,18 +876,18 @@ template <class T, int D>
 void ZeroRegion(const Args& a, T* acc, int64_t c0, int64_t c1, int64_t z0, int64_t z1) {
   const int64_t W = a.size[0];
   const int64_t sz = a.acc_sp[D - 1], sy = D == 3 ? a.acc_sp[1] : 0;
+  if (a.acc_in_workspace && a.acc_c == 1 && c1 - c0 == a.p->C) {  // one contiguous block
+    // Plain vector stores rather than memset, whose large-size path may bypass the caches:
+    // the slab is about to be updated at random.
+    const hn::ScalableTag<T> d;
+    T* p = acc + z0 * sz;
+    const int64_t len = (z1 - z0) * sz, step = int64_t(hn::Lanes(d));
+    int64_t i = 0;
+    for (; i + step <= len; i += step) hn::StoreU(hn::Zero(d), d, p + i);
+    for (; i < len; ++i) p[i] = T(0);
+    return;
+  }
   if (a.rows_acc) {
-    if (a.acc_in_workspace && c1 - c0 == a.p->C) {  // the slab is one contiguous block
-      // Plain vector stores rather than memset, whose large-size path may bypass the caches:
-      // the slab is about to be updated at random.
-      const hn::ScalableTag<T> d;
-      T* p = acc + z0 * sz;
-      const int64_t len = (z1 - z0) * sz, step = int64_t(hn::Lanes(d));
-      int64_t i = 0;
-      for (; i + step <= len; i += step) hn::StoreU(hn::Zero(d), d, p + i);
-      for (; i < len; ++i) p[i] = T(0);
-      return;
-    }
     ForEachSlabRow<D>(a, z0, z1, [&](int64_t z, int64_t y) {
       T* row = acc + z * sz + y * sy;
       for (int64_t x = 0; x < W; ++x) std::fill_n(row + x * a.acc_sp[0] + c0, c1 - c0, T(0));
@@ -886,9 +918,26 @@ void Unpack(const Args& a, int64_t n, const TOf<S>* acc, int64_t c0, int64_t c1,
   const int64_t W = a.size[0];
   const int64_t ix = ig.stride[2 + D - 1], iz = ig.stride[2], iy = D == 3 ? ig.stride[3] : 0;
   const int64_t sz = a.acc_sp[D - 1], sy = D == 3 ? a.acc_sp[1] : 0, sx = a.acc_sp[0];
+  // Converts n contiguous elements.
+  auto span = [&](const TOf<S>* src, S* dst, int64_t n) HWY_ATTR {
+    for (int64_t i = 0; i < n; i += int64_t(N)) {
+      const size_t cnt = size_t(std::min<int64_t>(int64_t(N), n - i));
+      StorePoints(df, LoadPoints(df, src + i, 1, cnt), dst + i, 1, cnt);
+    }
+  };
   // One input row at a time (all its channels), so that rows of channels are read from L1.
   ForEachSlabRow<D>(a, z0, z1, [&](int64_t z, int64_t y) {
     int64_t c_done = c0;
+    if (a.acc_c == 1 && ig.stride[1] == 1) {  // rows into a channel-last view: no transposes
+      const TOf<S>* src = acc + z * sz + y * sy + c0;
+      S* dst = base + z * iz + y * iy + c0;
+      if (ix == sx && c1 - c0 == sx) {
+        span(src, dst, W * sx);  // the whole input row is one run
+      } else {
+        for (int64_t x = 0; x < W; ++x) span(src + x * sx, dst + x * ix, c1 - c0);
+      }
+      return;
+    }
 #if defined(GS_ROW_TRANSPOSE)
     if (a.acc_c == 1) {  // rows: whole N x N blocks by transposes
       const TOf<S>* src = acc + z * sz + y * sy;
@@ -1218,6 +1267,14 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   const Problem& p = *a.p;
   S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
   if constexpr (NT == 1) {
+    if (p.grid_grad.stride[D + 1] == 1 && a.inner_gg == D) {  // rows of packed (x, y[, z])
+      // Zero bits are +0 in every type, as Elem<S>::store(0) gives.
+      ForEachVector(a, o0, o1, size_t(a.row_len),
+                    [&](int64_t, size_t count, int64_t, int64_t, int64_t ggo) {
+                      std::memset(static_cast<void*>(gg + ggo), 0, count * D * sizeof(S));
+                    });
+      return;
+    }
     hn::Vec<DF> zero[D];
     for (int d = 0; d < D; ++d) zero[d] = hn::Zero(df);
     ForEachVector(a, o0, o1, hn::Lanes(df),
@@ -1292,17 +1349,39 @@ HWY_INLINE void AddTaps(const Args& a, hn::TFromD<DF>* acc, const TapTable<DF, D
     }
   };
   if (WithRowVectors(C, N, rows_of)) return;
+  // NOTE [ Unmasked row updates ]: the part of a row shorter than a vector is updated with vectors
+  // of at most 8, then 4 lanes and then single elements, not with masked loads and stores (NOTE
+  // [ Masked row ends ]): a masked load of a row that a masked store has just written does not
+  // get the stored data forwarded and waits for the store to complete, and consecutive points of
+  // a coherent grid update the same rows (AVX-512, 1 thread, backward, masked -> unmasked: 2D f16
+  // warp N = 4, C = 4, 32^2 -> 128 x 64 nearest 0.46 -> 0.27 ms; affine N = 2, C = 4,
+  // 32 x 224 -> 256 x 100 0.86 -> 0.48 ms; FLOAT warp C = 8 channel-last 0.17 -> 0.09 ms; random
+  // grids, C = 8, unchanged within the noise).
+  const hn::CappedTag<T, 8> d8;
+  const hn::CappedTag<T, 4> d4;
+  const int64_t N8 = int64_t(hn::Lanes(d8)), N4 = int64_t(hn::Lanes(d4));
   for (size_t j = 0; j < count; ++j) {
     const T* grow = go + int64_t(j) * ps;
     for (int t = 0; t < kTaps; ++t) {
       if (inside[t][j] == 0) continue;
       T* row = acc + st.off[t][j];
-      const auto w = hn::Set(df, st.w[t][j]);
-      for (int64_t c = 0; c < C; c += int64_t(N)) {
-        const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
-        const auto gv = hn::Mul(w, LoadRow(df, grow + c, cn));
-        StoreRow(df, hn::Add(LoadRow(df, row + c, cn), gv), row + c, cn);
+      const T ws = st.w[t][j];
+      const auto w = hn::Set(df, ws);
+      int64_t c = 0;
+      for (; c + int64_t(N) <= C; c += int64_t(N))
+        hn::StoreU(hn::Add(hn::LoadU(df, row + c), hn::Mul(w, hn::LoadU(df, grow + c))), df,
+                   row + c);
+      if (N8 > N4 && c + N8 <= C) {
+        hn::StoreU(
+            hn::Add(hn::LoadU(d8, row + c), hn::Mul(hn::Set(d8, ws), hn::LoadU(d8, grow + c))), d8,
+            row + c);
+        c += N8;
       }
+      for (; c + N4 <= C; c += N4)
+        hn::StoreU(
+            hn::Add(hn::LoadU(d4, row + c), hn::Mul(hn::Set(d4, ws), hn::LoadU(d4, grow + c))), d4,
+            row + c);
+      for (; c < C; ++c) row[c] = row[c] + ws * grow[c];
     }
   }
 }
@@ -1510,8 +1589,68 @@ void Item(const Args& a, int64_t n) {
         },
         acc);
   } else {
-    (void)a;
-    (void)n;
+    // FLOAT16 and BF16: the accumulator is the FLOAT32 workspace with the offsets of Args::in
+    // (the input rows, or the accumulator itself without gridGrad), rounded into inputGrad at the
+    // end; gradOutput is widened a vector of points at a time, as rows when the accumulator is
+    // (AddTaps) and as vectors of points otherwise. gridGrad gets the sums of GridGradImpl.
+    using DF = DFOf<S>;
+    using Table = TapTable<DF, D, NT>;
+    const DF df;
+    const DIOf<DF> di;
+    const size_t N = hn::Lanes(df);
+    const Problem& p = *a.p;
+    const int64_t C = p.C, os1 = p.out.stride[1];
+    T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
+    ZeroRegion<T, D>(a, acc, 0, C, 0, a.size[D - 1]);
+    const T* in = reinterpret_cast<const T*>(a.in) + n * a.in_n;
+    const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+    if (NT == 1 && p.want_grid_grad) GridGradImpl<S, T, D, NT>(a, n, 0, a.points);
+    S* gg =
+        p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
+    std::vector<T> stage(size_t(C + 1) * N);  // (+ N: whole vectors written at a row's end)
+    const bool rows = a.rows_acc;
+    const int64_t ps = rows ? C : 1, cs = rows ? 1 : int64_t(N);
+    alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
+    PointPipeline<S, T, D, NT>(
+        a, n, 0, a.points, gg != nullptr,
+        [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
+          const size_t count = q.count;
+          const S* go = gout + q.fo;
+          T* st = stage.data();
+          if (rows && os1 == 1) {
+            for (size_t j = 0; j < count; ++j)
+              for (int64_t c = 0; c < C; c += int64_t(N)) {
+                const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
+                hn::StoreU(LoadRow(df, go + int64_t(j) * a.inner_feat + c, cn), df,
+                           st + int64_t(j) * C + c);
+              }
+          } else if (rows) {
+            PlanesToRows(df, go, a.inner_feat, os1, count, C,
+                         [&](size_t j, auto&& f) HWY_ATTR { f(st + int64_t(j) * C); });
+          } else {
+            for (int64_t c = 0; c < C; ++c)
+              hn::StoreU(LoadPoints(df, go + c * os1, a.inner_feat, count), df, st + c * cs);
+          }
+          if (gg != nullptr) {
+            hn::Vec<DF> gacc[D];
+            GridGradSums<DF, T, D, NT>(
+                df, a, in, q.tab,
+                [&](int64_t c) HWY_ATTR {
+                  return rows ? LoadPoints(df, st + c, C, count) : hn::LoadU(df, st + c * cs);
+                },
+                [&](size_t j) HWY_ATTR -> const T* {
+                  return rows ? st + int64_t(j < count ? j : 0) * C : nullptr;
+                },
+                gacc);
+            const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
+            for (int d = 0; d < D; ++d)
+              gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
+            StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
+          }
+          AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, nullptr, st, ps, cs, count, prod);
+        },
+        acc);
+    Unpack<S, D>(a, n, acc, 0, C, 0, a.size[D - 1]);
   }
 }
 
