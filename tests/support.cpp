@@ -109,7 +109,8 @@ namespace {
 aclnnStatus run_phase2(aclnnStatus st, uint64_t ws_size, aclOpExecutor* ex,
                        aclnnStatus (*run)(void*, uint64_t, aclOpExecutor*, aclrtStream)) {
   if (st != ACLNN_SUCCESS) return st;
-  std::vector<unsigned char> ws(size_t(ws_size) + 1, 0xA5);  // junk: no kernel may rely on zeros
+  // Junk that no kernel may read before writing it: huge values (NaN in FLOAT16), which show.
+  std::vector<unsigned char> ws(size_t(ws_size) + 1, 0x7F);
   return run(ws_size ? ws.data() : nullptr, ws_size, ex, nullptr);
 }
 }  // namespace

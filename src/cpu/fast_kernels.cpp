@@ -876,7 +876,9 @@ template <class T, int D>
 void ZeroRegion(const Args& a, T* acc, int64_t c0, int64_t c1, int64_t z0, int64_t z1) {
   const int64_t W = a.size[0];
   const int64_t sz = a.acc_sp[D - 1], sy = D == 3 ? a.acc_sp[1] : 0;
-  if (a.acc_in_workspace && a.acc_c == 1 && c1 - c0 == a.p->C) {  // one contiguous block
+  // Rows (channel stride 1, point stride C; planes of one point have channel stride 1 too) of
+  // every channel: the slab is one contiguous block.
+  if (a.acc_in_workspace && a.acc_c == 1 && a.acc_sp[0] == a.p->C && c1 - c0 == a.p->C) {
     // Plain vector stores rather than memset, whose large-size path may bypass the caches:
     // the slab is about to be updated at random.
     const hn::ScalableTag<T> d;
