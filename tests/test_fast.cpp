@@ -452,13 +452,15 @@ TEST(FastDirect, CoherentGridsMatchReference) {
   set_threads(saved);
 }
 
-// FLOAT16 and BF16 take the item backward too (NOTE [ Item backward ] in src/cpu/fast.cpp): a
-// FLOAT32 accumulator per item laid out as the input rows (or, when nothing reads the input, as
-// inputGrad), rounded into inputGrad at the end. Every channel count that changes a loop (1, 2,
+// The item backward with its accumulator in the workspace (NOTE [ Item backward ] in
+// src/cpu/fast.cpp): FLOAT16 and BF16 (a FLOAT32 accumulator per item laid out as the input rows
+// or, when nothing reads the input, as inputGrad, rounded into inputGrad at the end) and FLOAT
+// and DOUBLE channel rows (copied at the end), beside the accumulator in the view (FLOAT and
+// DOUBLE planes or channel-last rows). Every channel count that changes a loop (1, 2,
 // 3: per channel; 4, 5, 8: rows shorter than a vector; 16, 17, 32: whole vectors and a tail),
 // both layouts, views with gaps, every mode, with and without gridGrad: out and inputGrad
 // bit-identical to cpu:ref and to the slab path (3 threads, 2 items), gridGrad within tolerance.
-TEST(FastItem, SixteenBitItemsMatchReference) {
+TEST(FastItem, ItemsMatchReference) {
   const int saved = set_threads(1);
   auto logged = [](const std::function<void()>& f) {
     setenv("GRIDSAMPLE_VERBOSE", "1", 1);
@@ -468,7 +470,7 @@ TEST(FastItem, SixteenBitItemsMatchReference) {
     return ::testing::internal::GetCapturedStderr();
   };
   uint64_t seed = 500;
-  for (aclDataType dt : {ACL_FLOAT16, ACL_BF16})
+  for (aclDataType dt : {ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_DOUBLE})
     for (int64_t C : {1, 2, 3, 4, 5, 8, 16, 17, 32})
       for (bool cl : {false, true}) {
         Case c;

@@ -424,24 +424,28 @@ int useful_threads(const Problem& p) {
 // and 1.25 ms).
 bool item_backward(const Problem& p, const Args& a, int threads) {
   if (!backward_input_grad(p)) return false;
-  if (sixteen_bit(p) ? !a.acc_in_workspace || !(a.in_packed || !reads_input(p))
-                     : a.in_packed || a.acc_in_workspace)
+  // An accumulator in the workspace pairs with input rows (or an input nothing reads), one in the
+  // view with the input in place.
+  if (a.acc_in_workspace ? !(a.in_packed || !reads_input(p)) : sixteen_bit(p) || a.in_packed)
     return false;
-  if (a.in_c != a.acc_c || (!sixteen_bit(p) && a.rows_acc && p.out.stride[1] != 1)) return false;
+  if (a.in_c != a.acc_c || (!a.acc_in_workspace && a.rows_acc && p.out.stride[1] != 1))
+    return false;
   for (int d = 0; d < p.nd; ++d)
     if (a.in_sp[d] != a.acc_sp[d]) return false;
   // A large accumulator of planes stays in the caches only if the grid is coherent.
-  if (!a.rows_acc && !a.in_place && p.C * p.in_points() * compute_size(p) > kSlabBytes)
-    return false;
+  const int64_t acc_bytes = p.C * p.in_points() * compute_size(p);
+  if (!a.rows_acc && !a.in_place && acc_bytes > kSlabBytes) return false;
+  // FLOAT and DOUBLE rows in the workspace: only where they fit in L2 whatever the grid.
+  if (a.acc_in_workspace && !sixteen_bit(p) && acc_bytes > kSlabBytes) return false;
   return p.N % threads == 0 || p.N >= 4 * threads;
 }
 
-// The arguments of an item backward: for FLOAT16 and BF16 that read nothing of the input
-// (reads_input), the taps are computed in the accumulator's strides (item_backward needs one
-// table).
+// The arguments of an item backward: with the accumulator in the workspace and an input nothing
+// reads (reads_input), the taps are computed in the accumulator's strides (item_backward needs
+// one table).
 Args item_args(const Problem& p, const Args& a) {
   Args b = a;
-  if (sixteen_bit(p) && backward_input_grad(p) && !reads_input(p) && a.acc_in_workspace) {
+  if (backward_input_grad(p) && !reads_input(p) && a.acc_in_workspace) {
     b.in = a.acc;
     b.in_n = a.acc_n;
     b.in_c = a.acc_c;

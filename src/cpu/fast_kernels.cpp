@@ -1563,14 +1563,82 @@ void SlabDirect(const Args& a, int64_t n, int64_t s) {
   if (a.acc_in_workspace) Unpack<S, D>(a, n, acc, 0, C, z0, z1);
 }
 
+// The accumulator is the workspace (FLOAT32 for FLOAT16 and BF16) with the offsets of Args::in
+// (the input rows, or the accumulator itself without gridGrad), rounded into inputGrad at the
+// end; gradOutput is widened a vector of points at a time, as rows when the accumulator is
+// (AddTaps) and as vectors of points otherwise. gridGrad gets the sums of GridGradImpl.
+template <class S, int D, int NT>
+void ItemInWorkspace(const Args& a, int64_t n) {
+  using T = TOf<S>;
+  using DF = DFOf<S>;
+  using Table = TapTable<DF, D, NT>;
+  const DF df;
+  const DIOf<DF> di;
+  const size_t N = hn::Lanes(df);
+  const Problem& p = *a.p;
+  const int64_t C = p.C, os1 = p.out.stride[1];
+  T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
+  ZeroRegion<T, D>(a, acc, 0, C, 0, a.size[D - 1]);
+  const T* in = reinterpret_cast<const T*>(a.in) + n * a.in_n;
+  const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+  if (NT == 1 && p.want_grid_grad) GridGradImpl<S, T, D, NT>(a, n, 0, a.points);
+  S* gg = p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
+  std::vector<T> stage(size_t(C + 1) * N);  // (+ N: whole vectors written at a row's end)
+  const bool rows = a.rows_acc;
+  const int64_t ps = rows ? C : 1, cs = rows ? 1 : int64_t(N);
+  alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
+  PointPipeline<S, T, D, NT>(
+      a, n, 0, a.points, gg != nullptr,
+      [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
+        const size_t count = q.count;
+        const S* go = gout + q.fo;
+        T* st = stage.data();
+        if (rows && os1 == 1) {
+          for (size_t j = 0; j < count; ++j)
+            for (int64_t c = 0; c < C; c += int64_t(N)) {
+              const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
+              hn::StoreU(LoadRow(df, go + int64_t(j) * a.inner_feat + c, cn), df,
+                         st + int64_t(j) * C + c);
+            }
+        } else if (rows) {
+          PlanesToRows(df, go, a.inner_feat, os1, count, C,
+                       [&](size_t j, auto&& f) HWY_ATTR { f(st + int64_t(j) * C); });
+        } else {
+          for (int64_t c = 0; c < C; ++c)
+            hn::StoreU(LoadPoints(df, go + c * os1, a.inner_feat, count), df, st + c * cs);
+        }
+        if (gg != nullptr) {
+          hn::Vec<DF> gacc[D];
+          GridGradSums<DF, T, D, NT>(
+              df, a, in, q.tab,
+              [&](int64_t c) HWY_ATTR {
+                return rows ? LoadPoints(df, st + c, C, count) : hn::LoadU(df, st + c * cs);
+              },
+              [&](size_t j) HWY_ATTR -> const T* {
+                return rows ? st + int64_t(j < count ? j : 0) * C : nullptr;
+              },
+              gacc);
+          const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
+          for (int d = 0; d < D; ++d)
+            gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
+          StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
+        }
+        AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, nullptr, st, ps, cs, count, prod);
+      },
+      acc);
+  Unpack<S, D>(a, n, acc, 0, C, 0, a.size[D - 1]);
+}
+
 // Both gradients of item n in one pass over its points, in point order (NOTE [ Item backward ] in
 // fast.cpp): the input and the accumulator share their offsets, so one tap table serves the
-// gridGrad sums and the inputGrad updates. FLOAT and DOUBLE, the accumulator in the view.
+// gridGrad sums and the inputGrad updates. FLOAT and DOUBLE with the accumulator in the view
+// first; then the accumulator in the workspace (every FLOAT16/BF16 item, FLOAT/DOUBLE rows).
 template <class S, int D, int NT>
 void Item(const Args& a, int64_t n) {
   using DF = DFOf<S>;
   using T = TOf<S>;
   if constexpr (std::is_same_v<S, T>) {
+    if (a.acc_in_workspace) return ItemInWorkspace<S, D, NT>(a, n);
     using Table = TapTable<DF, D, NT>;
     const Problem& p = *a.p;
     T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
@@ -1591,68 +1659,7 @@ void Item(const Args& a, int64_t n) {
         },
         acc);
   } else {
-    // FLOAT16 and BF16: the accumulator is the FLOAT32 workspace with the offsets of Args::in
-    // (the input rows, or the accumulator itself without gridGrad), rounded into inputGrad at the
-    // end; gradOutput is widened a vector of points at a time, as rows when the accumulator is
-    // (AddTaps) and as vectors of points otherwise. gridGrad gets the sums of GridGradImpl.
-    using DF = DFOf<S>;
-    using Table = TapTable<DF, D, NT>;
-    const DF df;
-    const DIOf<DF> di;
-    const size_t N = hn::Lanes(df);
-    const Problem& p = *a.p;
-    const int64_t C = p.C, os1 = p.out.stride[1];
-    T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
-    ZeroRegion<T, D>(a, acc, 0, C, 0, a.size[D - 1]);
-    const T* in = reinterpret_cast<const T*>(a.in) + n * a.in_n;
-    const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
-    if (NT == 1 && p.want_grid_grad) GridGradImpl<S, T, D, NT>(a, n, 0, a.points);
-    S* gg =
-        p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
-    std::vector<T> stage(size_t(C + 1) * N);  // (+ N: whole vectors written at a row's end)
-    const bool rows = a.rows_acc;
-    const int64_t ps = rows ? C : 1, cs = rows ? 1 : int64_t(N);
-    alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
-    PointPipeline<S, T, D, NT>(
-        a, n, 0, a.points, gg != nullptr,
-        [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
-          const size_t count = q.count;
-          const S* go = gout + q.fo;
-          T* st = stage.data();
-          if (rows && os1 == 1) {
-            for (size_t j = 0; j < count; ++j)
-              for (int64_t c = 0; c < C; c += int64_t(N)) {
-                const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
-                hn::StoreU(LoadRow(df, go + int64_t(j) * a.inner_feat + c, cn), df,
-                           st + int64_t(j) * C + c);
-              }
-          } else if (rows) {
-            PlanesToRows(df, go, a.inner_feat, os1, count, C,
-                         [&](size_t j, auto&& f) HWY_ATTR { f(st + int64_t(j) * C); });
-          } else {
-            for (int64_t c = 0; c < C; ++c)
-              hn::StoreU(LoadPoints(df, go + c * os1, a.inner_feat, count), df, st + c * cs);
-          }
-          if (gg != nullptr) {
-            hn::Vec<DF> gacc[D];
-            GridGradSums<DF, T, D, NT>(
-                df, a, in, q.tab,
-                [&](int64_t c) HWY_ATTR {
-                  return rows ? LoadPoints(df, st + c, C, count) : hn::LoadU(df, st + c * cs);
-                },
-                [&](size_t j) HWY_ATTR -> const T* {
-                  return rows ? st + int64_t(j < count ? j : 0) * C : nullptr;
-                },
-                gacc);
-            const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
-            for (int d = 0; d < D; ++d)
-              gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
-            StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
-          }
-          AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, nullptr, st, ps, cs, count, prod);
-        },
-        acc);
-    Unpack<S, D>(a, n, acc, 0, C, 0, a.size[D - 1]);
+    ItemInWorkspace<S, D, NT>(a, n);
   }
 }
 
