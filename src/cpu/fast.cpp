@@ -410,20 +410,23 @@ int useful_threads(const Problem& p) {
 // the lists and the second tap computation of the slab path. Each inputGrad element receives its
 // contributions in increasing point order, as in the slab path (NOTE [ Fast determinism ]), and
 // gridGrad comes from the same sums, so both paths give the same bits and the choice may depend
-// on the thread count. It needs the accumulator to be the inputGrad view with the input's
-// offsets (one tap table for both) and, with channel rows, gradOutput rows; items that fill the
-// threads the problem wakes (useful_threads: a small problem with one item runs on one thread,
-// and then as an item: 2D affine N = 1, C = 2, 512 x 32 nearest, 2 threads configured: slabs
-// 0.39 -> item 0.12 ms) evenly enough; and either channel rows, whose updates use whole cache
-// lines, or an accumulator no bigger than a slab. Single channels scattered over a larger
-// accumulator are what slabs are for: 3d_bilinear_c1_128 on one thread took 1.35x as long in one
-// pass. FLOAT16 and BF16 accumulate in the FLOAT32 workspace instead, laid out as the input rows
-// (NOTE [ Channel rows ]; gridGrad reads them), or, without gridGrad (or with nearest's, 0), read
-// nothing of the input (item_args); gradOutput is widened a vector of points at a time, and the
-// item's accumulator rounded into inputGrad at the end (2D f16, AVX-512, 1 thread, listed slabs
-// -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest, channel-first: 0.85 -> 0.38 ms; affine
-// N = 8, C = 1, 128 x 16 -> 64 x 256 nearest, channel-last: 2.19 -> 0.77 ms; PyTorch 2.15: 0.43
-// and 1.25 ms).
+// on the thread count. It needs:
+// - one tap table for both gradients: the accumulator with the input's offsets, either the
+//   inputGrad view beside the input in place, or the workspace beside the input rows (or beside
+//   an input nothing reads: no gridGrad, or nearest's, which is 0; item_args); rows in the view
+//   take gradOutput as rows too;
+// - items that fill the threads the problem wakes evenly enough (useful_threads: a small problem
+//   with one item runs on one thread, and then as an item: 2D affine N = 1, C = 2, 512 x 32
+//   nearest, 2 threads configured: slabs 0.39 -> item 0.12 ms);
+// - channel rows, whose updates use whole cache lines, or an accumulator no bigger than a slab.
+//   Single channels scattered over a larger accumulator are what slabs are for:
+//   3d_bilinear_c1_128 on one thread took 1.35x as long in one pass. FLOAT and DOUBLE rows in the
+//   workspace, too, only up to a slab (random 2D C = 4 f32 backward, 1 thread: 25.7 -> 12.1 ms).
+// FLOAT16 and BF16 always accumulate in the FLOAT32 workspace; gradOutput is widened a vector of
+// points at a time, and the item's accumulator is rounded into inputGrad at its end (2D f16,
+// AVX-512, 1 thread, listed slabs -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest,
+// channel-first: 0.85 -> 0.38 ms; affine N = 8, C = 1, 128 x 16 -> 64 x 256 nearest,
+// channel-last: 2.19 -> 0.77 ms; PyTorch 2.15: 0.43 and 1.25 ms).
 bool item_backward(const Problem& p, const Args& a, int threads) {
   if (!backward_input_grad(p)) return false;
   // An accumulator in the workspace pairs with input rows (or an input nothing reads), one in the
