@@ -157,6 +157,49 @@ HWY_INLINE bool OffsetsFit(DF df, int64_t stride) {
   return sizeof(TIOf<DF>) == 8 || m < (int64_t(1) << 31);
 }
 
+// NOTE [ Gather dependencies ]: x86's gather instructions load only the lanes of their mask and
+// keep the other lanes of their destination register, so each waits for the last value of that
+// register. Given a mask it cannot see through, GCC zeroes a fresh register for every gather;
+// given an all-true one (Highway's GatherIndex), it reuses one register, and every gather waited
+// for the one before it, across taps, channels and vectors (AVX-512, 1 thread, forward, before ->
+// after: ...). So the gathers here take a mask: the lanes to read (the others are 0), or an
+// all-true one hidden from the compiler.
+template <class DF>
+HWY_INLINE hn::Vec<DF> Gather(DF df, const hn::TFromD<DF>* base, hn::Vec<DIOf<DF>> off,
+                              hn::Mask<DF> m) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  using T = hn::TFromD<DF>;
+  if constexpr (hn::MaxLanes(df) * sizeof(T) == 64) {
+    if constexpr (sizeof(T) == 4) {
+      return hn::Vec<DF>{_mm512_mask_i32gather_ps(hn::Zero(df).raw, m.raw, off.raw, base, 4)};
+    } else {
+      return hn::Vec<DF>{_mm512_mask_i64gather_pd(hn::Zero(df).raw, m.raw, off.raw, base, 8)};
+    }
+  } else if constexpr (hn::MaxLanes(df) * sizeof(T) == 32) {
+    if constexpr (sizeof(T) == 4) {
+      return hn::Vec<DF>{_mm256_mask_i32gather_ps(hn::Zero(df).raw, base, off.raw, m.raw, 4)};
+    } else {
+      return hn::Vec<DF>{_mm256_mask_i64gather_pd(hn::Zero(df).raw, base, off.raw, m.raw, 8)};
+    }
+  }
+#endif
+  return hn::IfThenElseZero(m, hn::GatherIndex(df, base, off));
+}
+
+// Every lane of base[off]; every lane of off is a valid offset.
+template <class DF>
+HWY_INLINE hn::Vec<DF> Gather(DF df, const hn::TFromD<DF>* base, hn::Vec<DIOf<DF>> off) {
+  auto m = hn::FirstN(df, hn::Lanes(df));
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  if constexpr (hn::MaxLanes(df) * sizeof(hn::TFromD<DF>) == 64) {
+    asm("" : "+k"(m.raw));  // NOTE [ Gather dependencies ]
+  } else if constexpr (hn::MaxLanes(df) * sizeof(hn::TFromD<DF>) == 32) {
+    asm("" : "+x"(m.raw));
+  }
+#endif
+  return Gather(df, base, off, m);
+}
+
 // base[i * stride] for i < count, as T; lanes at and beyond count are 0.
 template <class DF, class S>
 HWY_INLINE hn::Vec<DF> LoadPoints(DF df, const S* base, int64_t stride, size_t count) {
@@ -171,7 +214,7 @@ HWY_INLINE hn::Vec<DF> LoadPoints(DF df, const S* base, int64_t stride, size_t c
       }
     }
     if constexpr (std::is_same_v<S, T>) {
-      if (OffsetsFit(df, stride)) return hn::GatherIndex(df, base, LaneOffsets(df, stride));
+      if (OffsetsFit(df, stride)) return Gather(df, base, LaneOffsets(df, stride));
     }
   }
   if constexpr (k16<S>) {
@@ -252,7 +295,7 @@ HWY_INLINE hn::Vec<DF> GatherInput(DF df, const S* base, hn::Vec<DIOf<DF>> off) 
     for (size_t i = 0; i < hn::Lanes(df); ++i) buf[i] = base[o[i]];
     return Promote16(df, buf);
   } else {
-    return hn::GatherIndex(df, base, off);
+    return Gather(df, base, off);
   }
 }
 
@@ -427,34 +470,39 @@ HWY_INLINE hn::Vec<DIOf<DF>> AxisOffset(DF, Lanes<DF> pos, int64_t stride) {
   }
 }
 
-// Fills `tab` for the `count` points whose grid components are g (axis order). Offsets use the
-// strides `sp`.
+// The taps of every axis of the `count` points whose grid components are g (axis order); returns
+// the lanes whose point samples something.
+// `size`: the input size along each axis (Args::size; a copy in locals lets the compiler keep the
+// per-axis constants out of a loop over vectors).
 template <class DF, int D, int NT>
-HWY_INLINE void BuildTaps(const Args& a, const Lanes<DF> g[D], size_t count, const int64_t* sp,
-                          bool want_wg, TapTable<DF, D, NT>* tab) {
+HWY_INLINE LaneMask<DF> AxesTaps(const int64_t* size, Padding padding, bool align,
+                                 const Lanes<DF> g[D], size_t count, AxisLanes<DF, NT> ax[D]) {
+  LaneMask<DF> pv{hn::FirstN(DF(), count)};
+#pragma GCC unroll 3
+  for (int d = D - 1; d >= 0; --d)
+    pv = pv & AxisTapsV<DF, NT>(g[d], size[d], padding, align, &ax[d]);
+  return pv;
+}
+
+// Calls f(t, k, w, valid, off) for every tap t of the points of `ax` (AxesTaps; pv: the lanes
+// that sample), in cpu:ref's tap order: k[d] is the tap's index along axis d, w its weight (the
+// products of math::PointTaps::weight, in the same order), valid the lanes that read it, off its
+// offset in the strides `sp` (an invalid tap's is 0).
+template <class DF, int D, int NT, class F>
+HWY_INLINE void ForEachTap(const AxisLanes<DF, NT> ax[D], LaneMask<DF> pv, const int64_t* sp,
+                           F&& f) {
   using L = Lanes<DF>;
   using M = LaneMask<DF>;
   const DF df;
-  const DIOf<DF> di;
-  const Problem& p = *a.p;
-  AxisLanes<DF, NT> ax[D];
-  M pv{hn::FirstN(df, count)};
-  for (int d = D - 1; d >= 0; --d) {
-    const M ok = AxisTapsV<DF, NT>(g[d], a.size[d], p.padding, p.align_corners, &ax[d]);
-    pv = pv & ok;
-    if (d == D - 1)
-      for (int k = 0; k < NT; ++k) hn::Store(ax[d].pos[k].v, df, tab->zpos[k]);
-  }
-
   hn::Vec<DIOf<DF>> offs[D][NT];
+#pragma GCC unroll 3
   for (int d = 0; d < D; ++d)
+#pragma GCC unroll 4
     for (int k = 0; k < NT; ++k) offs[d][k] = AxisOffset(df, ax[d].pos[k], sp[d]);
-
 #pragma GCC unroll 64
   for (int t = 0; t < kTapCount<NT, D>; ++t) {
     int k[D];
     for (int d = 0, r = t; d < D; ++d, r /= NT) k[d] = r % NT;
-    // math::PointTaps::weight and weight_grad: the same products in the same order.
     L w = ax[0].w[k[0]];
     M v = pv & ax[0].ok[k[0]];
     auto off = offs[0][k[0]];
@@ -463,17 +511,36 @@ HWY_INLINE void BuildTaps(const Args& a, const Lanes<DF> g[D], size_t count, con
       v = v & ax[d].ok[k[d]];
       off = hn::Add(off, offs[d][k[d]]);
     }
-    hn::Store(w.v, df, tab->w[t]);
-    hn::Store(off, di, tab->off[t]);
-    hn::Store(hn::BitCast(di, hn::VecFromMask(df, v.m)), di, tab->valid[t]);
-    if (want_wg) {
-      for (int axis = 0; axis < D; ++axis) {
-        L wg = axis == 0 ? ax[0].dw[k[0]] : ax[0].w[k[0]];
-        for (int d = 1; d < D; ++d) wg = wg * (d == axis ? ax[d].dw[k[d]] : ax[d].w[k[d]]);
-        hn::Store(wg.v, df, tab->wg[axis][t]);
-      }
-    }
+    f(t, k, w, v, off);
   }
+}
+
+// Fills `tab` for the `count` points whose grid components are g (axis order). Offsets use the
+// strides `sp`.
+template <class DF, int D, int NT>
+HWY_INLINE void BuildTaps(const Args& a, const Lanes<DF> g[D], size_t count, const int64_t* sp,
+                          bool want_wg, TapTable<DF, D, NT>* tab) {
+  using L = Lanes<DF>;
+  const DF df;
+  const DIOf<DF> di;
+  AxisLanes<DF, NT> ax[D];
+  const LaneMask<DF> pv =
+      AxesTaps<DF, D, NT>(a.size, a.p->padding, a.p->align_corners, g, count, ax);
+  for (int k = 0; k < NT; ++k) hn::Store(ax[D - 1].pos[k].v, df, tab->zpos[k]);
+  ForEachTap<DF, D, NT>(
+      ax, pv, sp, [&](int t, const int* k, L w, LaneMask<DF> v, hn::Vec<DIOf<DF>> off) HWY_ATTR {
+        hn::Store(w.v, df, tab->w[t]);
+        hn::Store(off, di, tab->off[t]);
+        hn::Store(hn::BitCast(di, hn::VecFromMask(df, v.m)), di, tab->valid[t]);
+        if (want_wg) {
+          // math::PointTaps::weight_grad: the same products in the same order.
+          for (int axis = 0; axis < D; ++axis) {
+            L wg = axis == 0 ? ax[0].dw[k[0]] : ax[0].w[k[0]];
+            for (int d = 1; d < D; ++d) wg = wg * (d == axis ? ax[d].dw[k[d]] : ax[d].w[k[d]]);
+            hn::Store(wg.v, df, tab->wg[axis][t]);
+          }
+        }
+      });
   if (want_wg)
     for (int d = 0; d < D; ++d) hn::Store(ax[d].mult.v, df, tab->mult[d]);
   hn::Store(hn::BitCast(di, hn::VecFromMask(df, pv.m)), di, tab->point_ok);
@@ -535,6 +602,7 @@ HWY_INLINE void LoadGrid(DF df, const Args& a, const S* grid, int64_t off, size_
       return;
     }
   }
+#pragma GCC unroll 3
   for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, grid + off + d * k, a.inner_grid, count);
 }
 
@@ -625,7 +693,7 @@ HWY_INLINE void PlanesToRows(DF df, const S* src, int64_t sx, int64_t sc, size_t
       rows(j, [&](T* row) HWY_ATTR {
         int64_t c = 0;
         for (; c + int64_t(N) <= cc; c += int64_t(N))
-          hn::StoreU(hn::GatherIndex(df, &tile[c][j], across), df, row + c0 + c);
+          hn::StoreU(Gather(df, &tile[c][j], across), df, row + c0 + c);
         for (; c < cc; ++c) row[c0 + c] = tile[c][j];
       });
 #endif
@@ -728,9 +796,13 @@ HWY_INLINE bool Scattered(const Table& tab, size_t count) {
 // -> 0.057 ms). Those compute each vector's taps right before using them. The choice decides
 // only the order of independent reads, never results.
 template <class SI>
-HWY_INLINE bool TapsAhead(const Args& a, int64_t row_bytes) {
+HWY_INLINE int64_t RowBytes(const Args& a) {  // what a tap reads: a row of channels, or one element
+  return (a.in_c == 1 ? a.p->C : 1) * int64_t(sizeof(SI));
+}
+template <class SI>
+HWY_INLINE bool TapsAhead(const Args& a) {
   constexpr int64_t kCachedBytes = int64_t(1) << 19;
-  return row_bytes > int64_t(sizeof(SI)) &&
+  return RowBytes<SI>(a) > int64_t(sizeof(SI)) &&
          a.p->C * a.p->in_points() * int64_t(sizeof(SI)) > kCachedBytes;
 }
 
@@ -765,8 +837,8 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
                     q.fo = fo;
                     q.ggo = ggo;
                   };
-  const int64_t row_bytes = (a.in_c == 1 ? p.C : 1) * int64_t(sizeof(SI));
-  if (!TapsAhead<SI>(a, row_bytes)) {  // NOTE [ Taps ahead ]
+  const int64_t row_bytes = RowBytes<SI>(a);
+  if (!TapsAhead<SI>(a)) {  // NOTE [ Taps ahead ]
     ForEachVector(a, o0, o1, N,
                   [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
                     fill(ring[0], count, go, fo, ggo);
@@ -804,6 +876,73 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   S* out = MutPtr<S>(p.out, n * p.out.stride[0]);
   const bool out_rows = p.out.stride[1] == 1;
   constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+  // Per channel: the taps' values gathered and summed, in cpu:ref's order.
+  const int64_t C = p.C, in_c_stride = a.in_c, os1 = p.out.stride[1], inner = a.inner_feat;
+  auto gathers = [&](const hn::Vec<DIOf<DF>>* off, const hn::Vec<DF>* w, const hn::Mask<DF>* valid,
+                     int64_t fo, size_t count) HWY_ATTR {
+    for (int64_t c = 0; c < C; ++c) {
+      const SI* in_c = in + c * in_c_stride;
+      auto acc = hn::Zero(df);
+      for (int t = 0; t < kTaps; ++t) {
+        const auto sum = hn::Add(acc, hn::Mul(w[t], GatherInput(df, in_c, off[t])));
+        acc = hn::IfThenElse(valid[t], sum, acc);
+      }
+      StorePoints(df, acc, out + c * os1 + fo, inner, count);
+    }
+  };
+  if (!a.rows_fwd && !TapsAhead<SI>(a)) {
+    // NOTE [ Lean gathers ]: where nothing is read ahead, the taps stay in registers.
+    const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
+    int64_t size[D];
+    for (int d = 0; d < D; ++d) size[d] = a.size[d];
+    int64_t sp[D];
+    for (int d = 0; d < D; ++d) sp[d] = a.in_sp[d];
+    // The padding and alignCorners as constants: their branches leave the loop.
+    auto run = [&](auto padding_c, auto align_c) HWY_ATTR {
+      const Padding padding = padding_c;
+      const bool align = align_c;
+      ForEachVector(
+          a, o0, o1, N, [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t) HWY_ATTR {
+            Lanes<DF> g[D];
+            LoadGrid<DF, S, D>(df, a, grid, go, count, g);
+            AxisLanes<DF, NT> ax[D];
+            const auto pv = AxesTaps<DF, D, NT>(size, padding, align, g, count, ax);
+            hn::Vec<DIOf<DF>> off[kTaps];
+            hn::Vec<DF> w[kTaps];
+            hn::Mask<DF> valid[kTaps];
+            ForEachTap<DF, D, NT>(
+                ax, pv, sp,
+                [&](int t, const int*, Lanes<DF> wt, LaneMask<DF> v, hn::Vec<DIOf<DF>> o) HWY_ATTR {
+                  off[t] = o;
+                  w[t] = wt.v;
+                  valid[t] = v.m;
+                });
+            gathers(off, w, valid, fo, count);
+          });
+    };
+    auto with_align = [&](auto padding_c) HWY_ATTR {
+      if (p.align_corners)
+        run(padding_c, std::true_type());
+      else
+        run(padding_c, std::false_type());
+    };
+    if (k16<S>) {  // (not worth the code: their gathers are scalar loads)
+      run(p.padding, p.align_corners);
+      return;
+    }
+    switch (p.padding) {
+      case Padding::Border:
+        with_align(std::integral_constant<Padding, Padding::Border>());
+        break;
+      case Padding::Reflection:
+        with_align(std::integral_constant<Padding, Padding::Reflection>());
+        break;
+      default:
+        with_align(std::integral_constant<Padding, Padding::Zeros>());
+        break;
+    }
+    return;
+  }
   alignas(64) T tile[kMaxLanes<DF>][kChunk] = {};  // [point][channel]
   const auto down = LaneOffsets(df, kChunk);
   PointPipeline<S, SI, D, NT>(a, n, o0, o1, false, [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
@@ -811,16 +950,15 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     const size_t count = q.count;
     const int64_t fo = q.fo;
     if (!a.rows_fwd) {
-      for (int64_t c = 0; c < p.C; ++c) {
-        const SI* in_c = in + c * a.in_c;
-        auto acc = hn::Zero(df);
-        for (int t = 0; t < kTaps; ++t) {
-          const auto v = GatherInput(df, in_c, hn::Load(di, tab.off[t]));
-          const auto sum = hn::Add(acc, hn::Mul(hn::Load(df, tab.w[t]), v));
-          acc = hn::IfThenElse(ValidMask(df, tab, t), sum, acc);
-        }
-        StorePoints(df, acc, out + c * p.out.stride[1] + fo, a.inner_feat, count);
+      hn::Vec<DIOf<DF>> off[kTaps];
+      hn::Vec<DF> w[kTaps];
+      hn::Mask<DF> valid[kTaps];
+      for (int t = 0; t < kTaps; ++t) {
+        off[t] = hn::Load(di, tab.off[t]);
+        w[t] = hn::Load(df, tab.w[t]);
+        valid[t] = ValidMask(df, tab, t);
       }
+      gathers(off, w, valid, fo, count);
       return;
     }
     for (int64_t c0 = 0; c0 < p.C; c0 += kChunk) {
@@ -854,8 +992,8 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
       }
 #endif
       for (; c < cc; ++c)
-        StorePoints(df, hn::GatherIndex(df, &tile[0][c], down),
-                    out + (c0 + c) * p.out.stride[1] + fo, a.inner_feat, count);
+        StorePoints(df, Gather(df, &tile[0][c], down), out + (c0 + c) * p.out.stride[1] + fo,
+                    a.inner_feat, count);
     }
   });
 }
