@@ -435,9 +435,11 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       EXPECT_NE(log.find(coherent ? "direct slabs" : "listed slabs"), std::string::npos) << log;
       expect_same_as_ref(c, in, fast, ref);
       // NOTE [ Coherent grids ]: FLOAT/DOUBLE channel-first rows give way to gathers, and with as
-      // many items as threads the backward to one pass per item.
+      // many items as threads the backward to one pass per item; a random grid's forward takes
+      // rows from 8 channels on (kRowsMinCForward in fast.cpp).
       if (k.C < 4 || k.cl || (k.dt != ACL_FLOAT && k.dt != ACL_DOUBLE)) continue;
-      EXPECT_NE(log.find(coherent ? ": gathers" : ": channel rows"), std::string::npos) << log;
+      const bool rows = !coherent && k.C >= 8;
+      EXPECT_NE(log.find(rows ? ": channel rows" : ": gathers"), std::string::npos) << log;
       if (!coherent) continue;
       Case items = c;
       items.N = 2;

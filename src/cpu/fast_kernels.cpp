@@ -161,9 +161,9 @@ HWY_INLINE bool OffsetsFit(DF df, int64_t stride) {
 // keep the other lanes of their destination register, so each waits for the last value of that
 // register. Given a mask it cannot see through, GCC zeroes a fresh register for every gather;
 // given an all-true one (Highway's GatherIndex), it reuses one register, and every gather waited
-// for the one before it, across taps, channels and vectors (AVX-512, 1 thread, forward, before ->
-// after: ...). So the gathers here take a mask: the lanes to read (the others are 0), or an
-// all-true one hidden from the compiler.
+// for the one before it, across taps, channels and vectors (AVX-512, 1 thread, thread CPU time:
+// 3D warp C = 1, 80 x 96 x 80 bilinear forward 4.0 -> 3.5 ms). So the gathers here take a mask:
+// the lanes to read (the others are 0), or an all-true one hidden from the compiler.
 template <class DF>
 HWY_INLINE hn::Vec<DF> Gather(DF df, const hn::TFromD<DF>* base, hn::Vec<DIOf<DF>> off,
                               hn::Mask<DF> m) {
@@ -891,7 +891,15 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     }
   };
   if (!a.rows_fwd && !TapsAhead<SI>(a)) {
-    // NOTE [ Lean gathers ]: where nothing is read ahead, the taps stay in registers.
+    // NOTE [ Lean gathers ]: where nothing is read ahead (NOTE [ Taps ahead ]), each vector's
+    // taps stay in registers between their computation and their gathers, without a TapTable,
+    // and for FLOAT and DOUBLE the padding mode and alignCorners are constants (one copy of the
+    // loop per pair), so that their branches and per-axis constants leave the loop. A small 2D
+    // problem, whose input stays in L1, is bound by this per-vector work, not by its gathers
+    // (AVX-512, 1 thread, thread CPU time, before -> after, PyTorch 2.15 alongside: 2D warp N = 4,
+    // C = 1, 32 x 100 bilinear border 0.046 -> 0.028 ms, 0.024; 2D affine N = 2, C = 1, 100^2
+    // nearest zeros 0.029 -> 0.016 ms, 0.016; random 3D C = 1, 128^3 bilinear 37.8 -> 29.0 ms).
+    // (The 16-bit types gather with scalar loads, which leave little to gain.)
     const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
     int64_t size[D];
     for (int d = 0; d < D; ++d) size[d] = a.size[d];
@@ -926,7 +934,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
       else
         run(padding_c, std::false_type());
     };
-    if (k16<S>) {  // (not worth the code: their gathers are scalar loads)
+    if (k16<S>) {
       run(p.padding, p.align_corners);
       return;
     }
