@@ -47,6 +47,28 @@
 #error "GS_FAST_TYPE must be 0 (FLOAT), 1 (DOUBLE), 2 (FLOAT16) or 3 (BF16)"
 #endif
 
+// Sanitizer builds (clang at -O1, the asan preset) compile the loops over axes without forced
+// unrolling and NOTE [ Lean gathers ]'s loop once, with the modes as variables: the same reads and
+// writes, but the unrolled and duplicated code took .ci/run's asan step to 2733 s (1255-2541 s in
+// earlier runs).
+#ifndef GS_UNROLL_AXES
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GS_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define GS_SANITIZED 1
+#endif
+#if defined(GS_SANITIZED)
+#define GS_UNROLL_AXES
+constexpr bool kSanitized = true;
+#else
+#define GS_UNROLL_AXES _Pragma("GCC unroll 4")
+constexpr bool kSanitized = false;
+#endif
+#endif
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/fast_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -162,42 +184,31 @@ HWY_INLINE bool OffsetsFit(DF df, int64_t stride) {
 // register. Given a mask it cannot see through, GCC zeroes a fresh register for every gather;
 // given an all-true one (Highway's GatherIndex), it reuses one register, and every gather waited
 // for the one before it, across taps, channels and vectors (AVX-512, 1 thread, thread CPU time:
-// 3D warp C = 1, 80 x 96 x 80 bilinear forward 4.0 -> 3.5 ms). So the gathers here take a mask:
-// the lanes to read (the others are 0), or an all-true one hidden from the compiler.
-template <class DF>
-HWY_INLINE hn::Vec<DF> Gather(DF df, const hn::TFromD<DF>* base, hn::Vec<DIOf<DF>> off,
-                              hn::Mask<DF> m) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  using T = hn::TFromD<DF>;
-  if constexpr (hn::MaxLanes(df) * sizeof(T) == 64) {
-    if constexpr (sizeof(T) == 4) {
-      return hn::Vec<DF>{_mm512_mask_i32gather_ps(hn::Zero(df).raw, m.raw, off.raw, base, 4)};
-    } else {
-      return hn::Vec<DF>{_mm512_mask_i64gather_pd(hn::Zero(df).raw, m.raw, off.raw, base, 8)};
-    }
-  } else if constexpr (hn::MaxLanes(df) * sizeof(T) == 32) {
-    if constexpr (sizeof(T) == 4) {
-      return hn::Vec<DF>{_mm256_mask_i32gather_ps(hn::Zero(df).raw, base, off.raw, m.raw, 4)};
-    } else {
-      return hn::Vec<DF>{_mm256_mask_i64gather_pd(hn::Zero(df).raw, base, off.raw, m.raw, 8)};
-    }
-  }
-#endif
-  return hn::IfThenElseZero(m, hn::GatherIndex(df, base, off));
-}
-
+// 3D warp C = 1, 80 x 96 x 80 bilinear forward 4.0 -> 3.5 ms). So the gathers here take an
+// all-true mask hidden from the compiler.
 // Every lane of base[off]; every lane of off is a valid offset.
 template <class DF>
 HWY_INLINE hn::Vec<DF> Gather(DF df, const hn::TFromD<DF>* base, hn::Vec<DIOf<DF>> off) {
-  auto m = hn::FirstN(df, hn::Lanes(df));
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  if constexpr (hn::MaxLanes(df) * sizeof(hn::TFromD<DF>) == 64) {
-    asm("" : "+k"(m.raw));  // NOTE [ Gather dependencies ]
-  } else if constexpr (hn::MaxLanes(df) * sizeof(hn::TFromD<DF>) == 32) {
-    asm("" : "+x"(m.raw));
+  using T = hn::TFromD<DF>;
+  auto m = hn::FirstN(df, hn::Lanes(df)).raw;
+  if constexpr (hn::MaxLanes(df) * sizeof(T) == 64) {
+    asm("" : "+k"(m));
+    if constexpr (sizeof(T) == 4) {
+      return hn::Vec<DF>{_mm512_mask_i32gather_ps(hn::Zero(df).raw, m, off.raw, base, 4)};
+    } else {
+      return hn::Vec<DF>{_mm512_mask_i64gather_pd(hn::Zero(df).raw, m, off.raw, base, 8)};
+    }
+  } else if constexpr (hn::MaxLanes(df) * sizeof(T) == 32) {
+    asm("" : "+x"(m));
+    if constexpr (sizeof(T) == 4) {
+      return hn::Vec<DF>{_mm256_mask_i32gather_ps(hn::Zero(df).raw, base, off.raw, m, 4)};
+    } else {
+      return hn::Vec<DF>{_mm256_mask_i64gather_pd(hn::Zero(df).raw, base, off.raw, m, 8)};
+    }
   }
 #endif
-  return Gather(df, base, off, m);
+  return hn::GatherIndex(df, base, off);
 }
 
 // base[i * stride] for i < count, as T; lanes at and beyond count are 0.
@@ -478,7 +489,7 @@ template <class DF, int D, int NT>
 HWY_INLINE LaneMask<DF> AxesTaps(const int64_t* size, Padding padding, bool align,
                                  const Lanes<DF> g[D], size_t count, AxisLanes<DF, NT> ax[D]) {
   LaneMask<DF> pv{hn::FirstN(DF(), count)};
-#pragma GCC unroll 3
+  GS_UNROLL_AXES
   for (int d = D - 1; d >= 0; --d)
     pv = pv & AxisTapsV<DF, NT>(g[d], size[d], padding, align, &ax[d]);
   return pv;
@@ -495,10 +506,11 @@ HWY_INLINE void ForEachTap(const AxisLanes<DF, NT> ax[D], LaneMask<DF> pv, const
   using M = LaneMask<DF>;
   const DF df;
   hn::Vec<DIOf<DF>> offs[D][NT];
-#pragma GCC unroll 3
-  for (int d = 0; d < D; ++d)
-#pragma GCC unroll 4
+  GS_UNROLL_AXES
+  for (int d = 0; d < D; ++d) {
+    GS_UNROLL_AXES
     for (int k = 0; k < NT; ++k) offs[d][k] = AxisOffset(df, ax[d].pos[k], sp[d]);
+  }
 #pragma GCC unroll 64
   for (int t = 0; t < kTapCount<NT, D>; ++t) {
     int k[D];
@@ -602,7 +614,7 @@ HWY_INLINE void LoadGrid(DF df, const Args& a, const S* grid, int64_t off, size_
       return;
     }
   }
-#pragma GCC unroll 3
+  GS_UNROLL_AXES
   for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, grid + off + d * k, a.inner_grid, count);
 }
 
@@ -934,7 +946,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
       else
         run(padding_c, std::false_type());
     };
-    if (k16<S>) {
+    if (k16<S> || kSanitized) {
       run(p.padding, p.align_corners);
       return;
     }
