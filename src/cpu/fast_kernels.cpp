@@ -483,8 +483,7 @@ HWY_INLINE hn::Vec<DIOf<DF>> AxisOffset(DF, Lanes<DF> pos, int64_t stride) {
 
 // The taps of every axis of the `count` points whose grid components are g (axis order); returns
 // the lanes whose point samples something.
-// `size`: the input size along each axis (Args::size; a copy in locals lets the compiler keep the
-// per-axis constants out of a loop over vectors).
+// `size`: the input size along each axis (Args::size, or a copy of it in locals).
 template <class DF, int D, int NT>
 HWY_INLINE LaneMask<DF> AxesTaps(const int64_t* size, Padding padding, bool align,
                                  const Lanes<DF> g[D], size_t count, AxisLanes<DF, NT> ax[D]) {
@@ -911,13 +910,13 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     // (AVX-512, 1 thread, thread CPU time, before -> after, PyTorch 2.15 alongside: 2D warp N = 4,
     // C = 1, 32 x 100 bilinear border 0.046 -> 0.028 ms, 0.024; 2D affine N = 2, C = 1, 100^2
     // nearest zeros 0.029 -> 0.016 ms, 0.016; random 3D C = 1, 128^3 bilinear 37.8 -> 29.0 ms).
-    // (The 16-bit types gather with scalar loads, which leave little to gain.)
+    // FLOAT16 and BF16 keep one copy with the modes as variables, to bound the code (their
+    // inputs are widened into FLOAT32 rows; the copies were not measured for them).
     const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
     int64_t size[D];
     for (int d = 0; d < D; ++d) size[d] = a.size[d];
     int64_t sp[D];
     for (int d = 0; d < D; ++d) sp[d] = a.in_sp[d];
-    // The padding and alignCorners as constants: their branches leave the loop.
     auto run = [&](auto padding_c, auto align_c) HWY_ATTR {
       const Padding padding = padding_c;
       const bool align = align_c;
