@@ -43,9 +43,10 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t max_axis(DType t) { return t == DType::Float64 ? (int64_t(1) << 50) : (int64_t(1) << 22); }
 
 // Largest offset the vector offsets hold exactly: int32 in float lanes, doubles below 2^52 in
-// double lanes.
+// double lanes (SmallIndex in fast_kernels.cpp).
 int64_t max_offset(DType t) {
-  return t == DType::Float64 ? (int64_t(1) << 52) : int64_t(std::numeric_limits<int32_t>::max());
+  return t == DType::Float64 ? (int64_t(1) << 52) - 1
+                             : int64_t(std::numeric_limits<int32_t>::max());
 }
 
 // Sum over spatial dims of (size - 1) * |stride|: the largest |offset| a tap can have; -1 if it

@@ -98,11 +98,11 @@ HWY_INLINE Lanes<DF> lane_nearbyint(Lanes<DF> x) {
 // NOTE [ Exact vector fmod ]
 // std::fmod is exact, and reflection padding depends on its last bit, so the vector form must be
 // exact too. The math calls it with x >= 0 (or NaN) and y a positive integer no larger than an
-// input size (span) or 2. While x < 2^22 (float; 2^50 for double) and y <= 2^22, with
+// input size (span). While x < 2^22 (float; 2^50 for double) and y <= 2^22, with
 // q = floor(x / y) rounded: q is floor(x / y) or one more, q * y <= x + y < 2^23 is an exact
 // integer, and r = x - q * y is exact (a multiple of ulp(x) no larger than max(x, y) in
 // magnitude); if q was one too many, r + y is exact too. Other lanes (huge coordinates, NaN, Inf)
-// are rare and take std::fmod lane by lane. fast.cpp only accepts sizes up to kMaxExactSize.
+// are rare and take std::fmod lane by lane. fast.cpp only accepts sizes up to 2^22 (max_axis).
 template <typename T>
 constexpr T kExactFmodBound = sizeof(T) == 4 ? T(4194304.0) : T(1125899906842624.0);
 

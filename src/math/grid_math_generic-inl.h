@@ -63,9 +63,11 @@ GS_HD T reflect_coord(T u, int64_t s, bool align_corners, T* d) {
   const T x = where(negative, -x0, x0);
   const T sign = where(negative, T(-1), T(1));
   const T r = lane_fmod(x, span);
-  // The parity of floor(x / span), taken without converting to an integer type (PyTorch's
-  // int cast is undefined beyond INT_MAX). Large floats are even integers, so this is exact.
-  const auto odd = lane_fmod(lane_floor(x / span), T(2)) == T(1);
+  // The parity of k = floor(x / span), taken without converting to an integer type (PyTorch's
+  // int cast is undefined beyond INT_MAX): h = k / 2 is exact, and h - floor(h) is 0.5 for odd
+  // k, 0 for even k (large floats are even integers) and NaN for k = Inf or NaN (not odd).
+  const T h = lane_floor(x / span) * T(0.5);
+  const auto odd = h - lane_floor(h) == T(0.5);
   *d = where(odd, -sign, sign);
   return where(odd, lo + (span - r), lo + r);
 }
