@@ -40,13 +40,14 @@ HostTensor HostTensor::strided(std::vector<int64_t> d, std::vector<int64_t> s, i
   h.dims = std::move(d);
   h.strides = std::move(s);
   h.offset = offset;
-  int64_t hi = offset;
+  int64_t hi = offset, lo = offset;
   bool empty = false;
   for (size_t i = 0; i < h.dims.size(); ++i) {
     if (h.dims[i] == 0) empty = true;
-    if (h.strides[i] < 0) throw std::invalid_argument("negative strides not supported here");
-    hi += (std::max<int64_t>(h.dims[i], 1) - 1) * h.strides[i];
+    const int64_t span = (std::max<int64_t>(h.dims[i], 1) - 1) * h.strides[i];
+    (span < 0 ? lo : hi) += span;
   }
+  if (!empty && lo < 0) throw std::invalid_argument("a negative stride reaches below the storage");
   h.storage_elems = empty ? offset : hi + 1;
   h.storage = std::make_shared<std::vector<unsigned char>>(
       size_t(std::max<int64_t>(h.storage_elems, 1) * dtype_bytes(t)) + 64);

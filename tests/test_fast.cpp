@@ -85,6 +85,7 @@ struct Case {
   aclDataType dt = ACL_FLOAT;
   bool channel_last = false;
   bool strided = false;
+  bool flip = false;      // strided only: the input's outermost spatial dim runs backwards
   bool coherent = false;  // a warped identity grid instead of random values
   uint64_t seed = 1;
 
@@ -95,7 +96,7 @@ struct Case {
     for (size_t i = 0; i < out.size(); ++i) s += (i ? "x" : "") + std::to_string(out[i]);
     s += std::string("_") + kInterp[m.interp] + "_" + kPadding[m.padding] + "_ac" +
          (m.align ? "1" : "0") + "_" + dtype_tag(dt) + (channel_last ? "_cl" : "_cf") +
-         (strided ? "_strided" : "");
+         (strided ? "_strided" : "") + (flip ? "_flip" : "");
     return s + " seed " + std::to_string(seed);
   }
   // View dims of a feature tensor with `sp` spatial sizes.
@@ -119,9 +120,10 @@ struct Case {
 };
 
 // A tensor of the given view dims: contiguous, or with every dim padded and an offset; with
-// `broadcast`, the batch dim of a strided view gets stride 0 (inputs only).
+// `broadcast`, the batch dim of a strided view gets stride 0, and with `flip` the outermost
+// spatial dim runs backwards (a negative stride, as PyTorch's flip; inputs only).
 HostTensor make(const Case& c, const std::vector<int64_t>& dims, aclFormat f, int salt,
-                bool broadcast = false) {
+                bool broadcast = false, bool flip = false) {
   if (!c.strided) return HostTensor(dims, c.dt, f);
   std::vector<int64_t> st(dims.size());
   int64_t s = 1;
@@ -130,7 +132,13 @@ HostTensor make(const Case& c, const std::vector<int64_t>& dims, aclFormat f, in
     s *= dims[i] + 1 + int64_t((i + size_t(salt)) % 2);
   }
   if (broadcast) st[0] = 0;
-  return HostTensor::strided(dims, st, 3 + salt, c.dt, f);
+  int64_t offset = 3 + salt;
+  if (flip) {
+    const size_t a = c.channel_last ? 1 : 2;
+    offset += (dims[a] - 1) * st[a];
+    st[a] = -st[a];
+  }
+  return HostTensor::strided(dims, st, offset, c.dt, f);
 }
 
 struct Inputs {
@@ -140,8 +148,9 @@ struct Inputs {
 // Standard-ish random data; grid values past the borders, plus special values at fixed places.
 Inputs make_inputs(const Case& c) {
   std::mt19937_64 rng(c.seed);
-  Inputs in{make(c, c.feature(c.in), c.format(), 0, /*broadcast=*/c.N > 1 && c.seed % 3 == 0),
-            make(c, c.grid(), ACL_FORMAT_ND, 1), make(c, c.feature(c.out), c.format(), 2)};
+  Inputs in{
+      make(c, c.feature(c.in), c.format(), 0, /*broadcast=*/c.N > 1 && c.seed % 3 == 0, c.flip),
+      make(c, c.grid(), ACL_FORMAT_ND, 1), make(c, c.feature(c.out), c.format(), 2)};
   auto fill = [&](HostTensor& t, double lo, double hi) {
     auto v = uniform(rng, t.numel(), lo, hi);
     for (double& e : v) e = round_to(c.dt, e);
@@ -318,6 +327,7 @@ TEST_P(FastVsRef, Sweep) {
             c.channel_last = cl;
             c.strided = strided;
             c.seed = ++seed;
+            c.flip = strided && c.seed % 2 == 1;
             check_case(c, target);
           }
   });

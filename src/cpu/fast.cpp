@@ -42,10 +42,10 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // (NOTE [ Exact vector fmod ] in fast_lanes-inl.h): 2^22 in float lanes, 2^50 in double lanes.
 int64_t max_axis(DType t) { return t == DType::Float64 ? (int64_t(1) << 50) : (int64_t(1) << 22); }
 
-// Largest offset the vector offsets hold exactly: int32 in float lanes, doubles below 2^52 in
-// double lanes (SmallIndex in fast_kernels.cpp).
+// Largest offset the vector offsets hold exactly: int32 in float lanes; in double lanes, doubles
+// of magnitude below 2^51, which SmallIndex in fast_kernels.cpp turns into integers.
 int64_t max_offset(DType t) {
-  return t == DType::Float64 ? (int64_t(1) << 52) - 1
+  return t == DType::Float64 ? (int64_t(1) << 51) - 1
                              : int64_t(std::numeric_limits<int32_t>::max());
 }
 

@@ -469,12 +469,14 @@ struct TapTable {
   alignas(64) T zpos[NT][kN];
 };
 
-// Lanes that hold integers in [0, 2^23) (float) or [0, 2^52) (double), or -0, as integer lanes,
-// exactly: adding 2^23 (2^52) puts the integer in the low mantissa bits. Two operations, where
-// ConvertTo's x86 form also repairs lanes out of the integer range, which cannot occur here, and
-// AVX2 has no conversion of doubles to 64-bit integers at all (AVX-512, 1 thread, ConvertTo ->
-// this: random 3D C = 1 64^3 bilinear forward FLOAT 1.70 -> 1.57 ms, but DOUBLE 2.92 -> 3.14 ms,
-// so AVX-512 converts doubles with its own instruction).
+// Lanes that hold integers in [-2^22, 2^22) (float) or [-2^51, 2^51) (double) as integer lanes,
+// exactly: adding 1.5 * 2^23 (1.5 * 2^52) puts the sum in the binade whose unit is 1, so its low
+// mantissa bits minus the constant's are the integer, negative ones included (offsets along an
+// axis with a negative stride). Two operations, where ConvertTo's x86 form also repairs lanes
+// out of the integer range, which cannot occur here, and AVX2 has no conversion of doubles to
+// 64-bit integers at all (AVX-512, 1 thread, ConvertTo -> this: random 3D C = 1 64^3 bilinear
+// forward FLOAT 1.70 -> 1.57 ms, but DOUBLE 2.92 -> 3.14 ms, so AVX-512 converts doubles with its
+// own instruction).
 template <class DF>
 HWY_INLINE hn::Vec<DIOf<DF>> SmallIndex(DF df, hn::Vec<DF> v) {
   using T = hn::TFromD<DF>;
@@ -482,13 +484,13 @@ HWY_INLINE hn::Vec<DIOf<DF>> SmallIndex(DF df, hn::Vec<DF> v) {
 #if HWY_TARGET <= HWY_AVX3
   if constexpr (sizeof(T) == 8) return hn::ConvertTo(di, v);
 #endif
-  const auto magic = hn::Set(df, sizeof(T) == 4 ? T(8388608.0) : T(4503599627370496.0));
+  const auto magic = hn::Set(df, sizeof(T) == 4 ? T(12582912.0) : T(6755399441055744.0));
   return hn::Sub(hn::BitCast(di, hn::Add(v, magic)), hn::BitCast(di, magic));
 }
 
 // The tap's index along an axis times that axis's stride, exactly: int32 products of indices below
-// 2^22 for float lanes (fast.cpp's max_axis; it checks the extents fit), double products (below
-// 2^52, max_offset) for double lanes.
+// 2^22 for float lanes (fast.cpp's max_axis; it checks the extents fit), double products (of
+// magnitude below 2^51, max_offset) for double lanes.
 template <class DF>
 HWY_INLINE hn::Vec<DIOf<DF>> AxisOffset(DF df, Lanes<DF> pos, int64_t stride) {
   const DIOf<DF> di;
