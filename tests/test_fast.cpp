@@ -3,8 +3,9 @@
 // supports is tested), and the determinism of cpu:fast across thread counts and runs.
 //
 // Sweeps: 2D/3D x interpolation x padding x alignCorners (one test each), and inside each test
-// every dtype x {channel-first, channel-last} x {contiguous, padded strides with offsets and a
-// broadcast input} x two shapes with odd sizes. Grids reach past the borders and include exact
+// every dtype x {channel-first, channel-last} x {contiguous, padded strides with offsets, a
+// broadcast input and, in half the cases, a flipped input (negative stride)} x two shapes with
+// odd sizes. Grids reach past the borders and include exact
 // corners, ties for nearest, NaN, +-Inf and huge values.
 //
 // Expected agreement (NOTE [ Fast kernel layouts ] in src/cpu/fast_kernels.cpp): out and
