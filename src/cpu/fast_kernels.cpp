@@ -372,6 +372,29 @@ HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, S* p, size_t count) {
   StorePoints(df, v, p, 1, count);
 }
 
+// Rows of the same `count` (<= N) channels, loaded and stored as LoadRow and StoreRow do, with
+// x86's mask (NOTE [ Masked row ends ]) computed once for all of them.
+template <class DF>
+struct RowMask {
+  size_t count;
+  hn::Mask<DF> m;
+  HWY_INLINE explicit RowMask(size_t n) : count(n), m(hn::FirstN(DF(), n)) {}
+  template <class S>
+  HWY_INLINE hn::Vec<DF> Load(DF df, const S* p) const {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if constexpr (std::is_same_v<S, hn::TFromD<DF>>) return hn::MaskedLoad(m, df, p);
+#endif
+    return LoadRow(df, p, count);
+  }
+  template <class S>
+  HWY_INLINE void Store(DF df, hn::Vec<DF> v, S* p) const {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if constexpr (std::is_same_v<S, hn::TFromD<DF>>) return hn::BlendedStore(v, m, df, p);
+#endif
+    StoreRow(df, v, p, count);
+  }
+};
+
 // Calls f(std::integral_constant<int, V>()) when a row of C channels is V full vectors of N
 // lanes, 1 <= V <= 4 (so that a kernel can keep a row in registers), and returns whether it did.
 template <class F>
@@ -817,15 +840,19 @@ HWY_INLINE bool Scattered(const Table& tab, size_t count) {
 
 // NOTE [ Taps ahead ]: PointPipeline computes the taps of a vector of points kAhead vectors before
 // it processes it and prefetches their input rows in between, so that the rows of a grid that
-// jumps around the input arrive in time. That pays for rows of several channels (random 2D
-// grid, C = 16 rows: 5.0 -> 4.3 ms without -> with, 1 thread), but not for single elements,
-// whose gathers already issue every lane's load at once: there the prefetch loop costs more than
-// it saves, even on random grids (Intel Xeon, AVX-512, 1 thread, forward, without -> with:
-// random 2D C = 2 512^2 1.87 -> 2.71 ms, random 3D C = 2 64^3 3.43 -> 5.29 ms, 3D warp C = 2
-// 5.0 -> 10.0 ms; not measured on AMD). Nor where one item's input is at most kCachedBytes,
-// which stays in L2 after its first reads in whatever order (2D bicubic C = 2, 16 x 224: 0.087
-// -> 0.057 ms). Those compute each vector's taps right before using them. The choice decides
-// only the order of independent reads, never results.
+// jumps around the input arrive in time. That pays in the backward passes over rows of several
+// channels (gridGrad, item backward: random 2D C = 16 bicubic 256^2 backward, 50 ms with, 59
+// without), but not for single elements, whose gathers already issue every lane's load at once:
+// there the prefetch loop costs more than it saves, even on random grids (Intel Xeon, AVX-512,
+// 1 thread, forward, without -> with: random 2D C = 2 512^2 1.87 -> 2.71 ms, random 3D C = 2
+// 64^3 3.43 -> 5.29 ms, 3D warp C = 2 5.0 -> 10.0 ms; not measured on AMD). Nor in the forward
+// over rows, since their loads take one masked instruction per tap (RowMask): the loads of a few
+// points in flight hide the misses better than a prefetch per tap and lane (random 2D C = 4
+// channel-last 512^2 9.3 -> 7.0 ms, random 3D C = 4 64^3 6.2 -> 5.1 ms, 2D affine C = 8 channel-
+// last 0.33 -> 0.18 ms together with RowMask). Nor where one item's input is at most
+// kCachedBytes, which stays in L2 after its first reads in whatever order (2D bicubic C = 2,
+// 16 x 224: 0.087 -> 0.057 ms). Those compute each vector's taps right before using them. The
+// choice decides only the order of independent reads, never results.
 template <class SI>
 HWY_INLINE int64_t RowBytes(const Args& a) {  // what a tap reads: a row of channels, or one element
   return (a.in_c == 1 ? a.p->C : 1) * int64_t(sizeof(SI));
@@ -846,12 +873,12 @@ struct PointVector {
 };
 
 // Calls process(v) for the vectors of output points [o0, o1) of item n, in order, with their taps
-// in the strides of Args::in (with weight derivatives if want_wg). Where it pays (NOTE [ Taps
+// in the strides of Args::in (with weight derivatives if want_wg). With `ahead` (NOTE [ Taps
 // ahead ]), the taps of a vector are computed kAhead vectors before it is processed and its input
 // rows prefetched (and, given `acc`, the rows at the same offsets there, for writing).
 template <class S, class SI, int D, int NT, class Process>
 HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, bool want_wg,
-                              Process&& process, const SI* acc = nullptr) {
+                              bool ahead, Process&& process, const SI* acc = nullptr) {
   using DF = DFOf<S>;
   const size_t N = hn::Lanes(DF());
   const Problem& p = *a.p;
@@ -869,7 +896,7 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
                     q.ggo = ggo;
                   };
   const int64_t row_bytes = RowBytes<SI>(a);
-  if (!TapsAhead<SI>(a)) {  // NOTE [ Taps ahead ]
+  if (!ahead) {  // NOTE [ Taps ahead ]
     ForEachVector(a, o0, o1, N,
                   [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
                     fill(ring[0], count, go, fo, ggo);
@@ -900,7 +927,6 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   using DF = DFOf<S>;
   using T = TOf<S>;
   const DF df;
-  const DIOf<DF> di;
   const size_t N = hn::Lanes(df);
   const Problem& p = *a.p;
   const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
@@ -921,8 +947,8 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
       StorePoints(df, acc, out + c * os1 + fo, inner, count);
     }
   };
-  if (!a.rows_fwd && !TapsAhead<SI>(a)) {
-    // NOTE [ Lean gathers ]: where nothing is read ahead (NOTE [ Taps ahead ]), each vector's
+  if (!a.rows_fwd) {
+    // NOTE [ Lean gathers ]: nothing is read ahead (NOTE [ Taps ahead ]): each vector's
     // taps stay in registers between their computation and their gathers, without a TapTable,
     // and for FLOAT and DOUBLE the padding mode and alignCorners are constants (one copy of the
     // loop per pair), so that their branches and per-axis constants leave the loop. A small 2D
@@ -984,20 +1010,24 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   }
   alignas(64) T tile[kMaxLanes<DF>][kChunk] = {};  // [point][channel]
   const auto down = LaneOffsets(df, kChunk);
-  PointPipeline<S, SI, D, NT>(a, n, o0, o1, false, [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
+  PointPipeline<S, SI, D, NT>(a, n, o0, o1, false, false, [&](const auto& q) HWY_ATTR {
     const TapTable<DF, D, NT>& tab = q.tab;
     const size_t count = q.count;
     const int64_t fo = q.fo;
-    if (!a.rows_fwd) {
-      hn::Vec<DIOf<DF>> off[kTaps];
-      hn::Vec<DF> w[kTaps];
-      hn::Mask<DF> valid[kTaps];
-      for (int t = 0; t < kTaps; ++t) {
-        off[t] = hn::Load(di, tab.off[t]);
-        w[t] = hn::Load(df, tab.w[t]);
-        valid[t] = ValidMask(df, tab, t);
+    if (out_rows && p.C <= int64_t(N)) {
+      // A row is one vector: its load and store mask is computed once per vector of points,
+      // not per tap (forwards over rows of 8-16 channels ran 1.2x-1.9x as long with LoadRow's
+      // branches per tap).
+      const RowMask<DF> row(size_t(p.C));
+      for (size_t j = 0; j < count; ++j) {
+        auto acc = hn::Zero(df);
+        for (int t = 0; t < kTaps; ++t) {
+          if (tab.valid[t][j] == 0) continue;
+          const auto v = row.Load(df, in + tab.off[t][j]);
+          acc = hn::Add(acc, hn::Mul(hn::Set(df, tab.w[t][j]), v));
+        }
+        row.Store(df, acc, out + fo + int64_t(j) * a.inner_feat);
       }
-      gathers(off, w, valid, fo, count);
       return;
     }
     for (int64_t c0 = 0; c0 < p.C; c0 += kChunk) {
@@ -1462,9 +1492,9 @@ void GridGradImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   } else {
     const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
     const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
-    PointPipeline<S, SI, D, NT>(a, n, o0, o1, true, [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
-      GridGradVector<S, SI, D, NT>(a, in, gout, gg, q);
-    });
+    PointPipeline<S, SI, D, NT>(a, n, o0, o1, true, TapsAhead<SI>(a),
+                                [&](const PointVector<DF, D, NT>& q)
+                                    HWY_ATTR { GridGradVector<S, SI, D, NT>(a, in, gout, gg, q); });
   }
 }
 
@@ -1765,7 +1795,7 @@ void ItemInWorkspace(const Args& a, int64_t n) {
   const int64_t ps = rows ? C : 1, cs = rows ? 1 : int64_t(N);
   alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
   PointPipeline<S, T, D, NT>(
-      a, n, 0, a.points, gg != nullptr,
+      a, n, 0, a.points, gg != nullptr, TapsAhead<T>(a),
       [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
         const size_t count = q.count;
         const S* go = gout + q.fo;
@@ -1828,7 +1858,7 @@ void Item(const Args& a, int64_t n) {
         p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
     alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
     PointPipeline<S, S, D, NT>(
-        a, n, 0, a.points, gg != nullptr,
+        a, n, 0, a.points, gg != nullptr, TapsAhead<S>(a),
         [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
           if (gg != nullptr) GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
           AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, nullptr, gout + q.fo, a.inner_feat,
