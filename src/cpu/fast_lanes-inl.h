@@ -1,6 +1,6 @@
 // SIMD lane types for the lane-generic math (NOTE [ Lane-generic math ] in
 // src/math/grid_math_generic-inl.h): a vector of T with the arithmetic operators, comparisons
-// that yield a lane mask, and where / lane_floor / lane_nearbyint / lane_fmod.
+// that yield a lane mask, and where / lane_all / lane_floor / lane_nearbyint / lane_fmod.
 //
 // Included by fast_kernels.cpp inside each Highway per-target namespace (hence no include
 // guard), after `namespace hn = hwy::HWY_NAMESPACE`.
@@ -82,6 +82,11 @@ HWY_INLINE LaneMask<DF> operator|(LaneMask<DF> a, LaneMask<DF> b) {
 template <class DF>
 HWY_INLINE Lanes<DF> where(LaneMask<DF> c, Lanes<DF> a, Lanes<DF> b) {
   return hn::IfThenElse(c.m, a.v, b.v);
+}
+
+template <class DF>
+HWY_INLINE bool lane_all(LaneMask<DF> c) {
+  return hn::AllTrue(DF(), c.m);
 }
 
 template <class DF>

@@ -35,11 +35,12 @@ constexpr double kMaxCoord = 4611686018427387904.0;  // 2^62
 template <typename T>
 using LaneEnable = std::enable_if_t<std::is_floating_point<T>::value, int>;
 
-// Scalar forms of the four helpers the lane-generic math uses (NOTE [ Lane-generic math ]).
+// Scalar forms of the five helpers the lane-generic math uses (NOTE [ Lane-generic math ]).
 template <typename T>
 GS_HD T where(bool c, T a, T b) {
   return c ? a : b;
 }
+GS_HD bool lane_all(bool c) { return c; }
 GS_HD float lane_floor(float x) { return std::floor(x); }
 GS_HD double lane_floor(double x) { return std::floor(x); }
 GS_HD float lane_nearbyint(float x) { return std::nearbyint(x); }

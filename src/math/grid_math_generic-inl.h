@@ -4,11 +4,13 @@
 // NOTE [ Lane-generic math ]
 // T is a scalar floating type (float, double) or a SIMD lane type of a fast backend. The code uses
 // only arithmetic operators, comparisons (bool for a scalar, a lane mask for a vector), `&` and `|`
-// on their results, and four helpers found by unqualified lookup: where(c, a, b) (c ? a : b),
-// lane_floor, lane_nearbyint and lane_fmod. grid_math.h defines them for scalars; a backend
-// defines them for its lane types. Branches on data are written as where(); branches on sizes and
-// modes stay branches. The scalar results are those of the plain scalar code: every where()
-// selects exactly the value the corresponding branch would have computed.
+// on their results, and five helpers found by unqualified lookup: where(c, a, b) (c ? a : b),
+// lane_all(c) (c in every lane), lane_floor, lane_nearbyint and lane_fmod. grid_math.h defines
+// them for scalars; a backend defines them for its lane types. Branches on data are written as
+// where(), except shortcuts on lane_all(c), which return what the code they skip would have
+// returned; branches on sizes and modes stay branches. The scalar results are those of the plain
+// scalar code: every where() selects exactly the value the corresponding branch would have
+// computed.
 //
 // No include guard, on purpose: grid_math.h includes this file into gridsample::math, and the
 // Highway kernels (src/cpu/fast_kernels.cpp) include it again inside each per-target namespace,
@@ -59,6 +61,13 @@ GS_HD T reflect_coord(T u, int64_t s, bool align_corners, T* d) {
   const T lo = align_corners ? T(0) : T(-0.5);
   const T span = T(span_i);
   const T x0 = u - lo;
+  // Inside the domain (the common case) nothing folds: 0 <= x0 < span gives fmod(x0, span) = x0
+  // and floor(x0 / span) = 0 (x0 / span < 1 rounds below 1), so the general code below would
+  // return lo + x0 with the sign +1 too; only faster, without the division.
+  if (lane_all((x0 >= T(0)) & (x0 < span))) {
+    *d = T(1);
+    return lo + x0;
+  }
   const auto negative = x0 < T(0);
   const T x = where(negative, -x0, x0);
   const T sign = where(negative, T(-1), T(1));
