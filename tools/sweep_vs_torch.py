@@ -7,8 +7,8 @@ bicubic), padding and alignCorners, FLOAT and DOUBLE (and the 16-bit types where
 them), both layouts, random, warp and affine grids (NOTE [ Bench grids ] in
 bench/gridsample_bench.cpp). Each problem is timed forward and backward through our benchmark
 program (`--gs_case`, in batches; Google Benchmark's mean over at least --min-time) and through
-each PyTorch given (tools/bench_vs_torch.py's workers, the best of three calls after a warm-up),
-with the same thread count. Prints, per PyTorch, how many problems we are slower on, the geometric
+each PyTorch given (tools/bench_vs_torch.py's workers, one call after a warm-up), with the same
+thread count, in three interleaved rounds; each side's best round counts. Prints, per PyTorch, how many problems we are slower on, the geometric
 mean speed-up, and the worst ratios with their problem strings, which
 `gridsample_bench --gs_case=STRING` and tools/bench_vs_torch.py time again.
 
@@ -76,18 +76,24 @@ def main():
     batch = 16
     for b in range(0, len(specs), batch):
         part = specs[b:b + batch]
-        ours, _ = bvt.run_ours(args.bench, args.threads, args.min_time, "^case/", part)
-        for spec in part:
-            for i, w in enumerate(workers):
-                best = {}
-                for _ in range(3):
+        # Three rounds of (our benchmark over the batch, each PyTorch once per problem), the best
+        # of the three on both sides, so that a burst of load on this shared machine hits both.
+        ours, theirs = {}, [{} for _ in workers]
+        for _ in range(3):
+            times, _ = bvt.run_ours(args.bench, args.threads, args.min_time, "^case/", part)
+            for k, v in times.items():
+                ours[k] = min(ours.get(k, v), v)
+            for spec in part:
+                for i, w in enumerate(workers):
                     for d, v in w.time(spec).items():
                         if not isinstance(v, str):
-                            best[d] = min(best.get(d, v), v)
+                            theirs[i][(spec, d)] = min(theirs[i].get((spec, d), v), v)
+        for spec in part:
+            for i in range(len(workers)):
                 for d in ("fwd", "bwd"):
-                    mine = ours.get(f"case/{spec}/{d}")
-                    if mine and d in best:
-                        ratios[i].append((best[d] / mine, spec, d, mine, best[d]))
+                    mine, best = ours.get(f"case/{spec}/{d}"), theirs[i].get((spec, d))
+                    if mine and best:
+                        ratios[i].append((best / mine, spec, d, mine, best))
                     else:
                         skipped[i] += 1
         print(f"  {min(b + batch, len(specs))}/{len(specs)} problems timed", file=sys.stderr)
