@@ -1619,6 +1619,18 @@ HWY_INLINE void InsideSlab(const TapTable<DF, D, NT>& tab, int64_t z0, int64_t z
   hn::Store(hn::BitCast(di, hn::VecFromMask(df, all)), di, all_inside);
 }
 
+// Per lane, whether every tap of `tab` is valid: AddTaps' all_inside for a whole item, so that
+// planes take a point's updates without a test per tap (1 thread, backward: 2D flow C = 3 512^2
+// 9.1 -> 7.9 ms, 2D affine C = 4 0.90 -> 0.80 ms, 3D registration step C = 2 13.1 -> 12.6 ms).
+template <class DF, int D, int NT>
+HWY_INLINE void AllValid(const TapTable<DF, D, NT>& tab, TIOf<DF>* all_valid) {
+  const DIOf<DF> di;
+  auto all = hn::Load(di, tab.valid[0]);
+  for (int t = 1; t < TapTable<DF, D, NT>::kTaps; ++t)
+    all = hn::And(all, hn::Load(di, tab.valid[t]));
+  hn::Store(all, di, all_valid);
+}
+
 // inputGrad for slab s of item n (NOTE [ Slabs ] in fast.cpp).
 template <class S, int D, int NT>
 void Slab(const Args& a, int64_t n, int64_t s) {
@@ -1794,6 +1806,7 @@ void ItemInWorkspace(const Args& a, int64_t n) {
   const bool rows = a.rows_acc;
   const int64_t ps = rows ? C : 1, cs = rows ? 1 : int64_t(N);
   alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
+  alignas(64) TIOf<DF> all_valid[kMaxLanes<DF>];
   PointPipeline<S, T, D, NT>(
       a, n, 0, a.points, gg != nullptr, TapsAhead<T>(a),
       [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
@@ -1830,7 +1843,8 @@ void ItemInWorkspace(const Args& a, int64_t n) {
             gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
           StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
         }
-        AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, nullptr, st, ps, cs, count, prod);
+        AllValid(q.tab, all_valid);
+        AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, all_valid, st, ps, cs, count, prod);
       },
       acc);
   Unpack<S, D>(a, n, acc, 0, C, 0, a.size[D - 1]);
@@ -1857,11 +1871,13 @@ void Item(const Args& a, int64_t n) {
     S* gg =
         p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
     alignas(64) T prod[Table::kTaps][kMaxLanes<DF>] = {};
+    alignas(64) TIOf<DF> all_valid[kMaxLanes<DF>];
     PointPipeline<S, S, D, NT>(
         a, n, 0, a.points, gg != nullptr, TapsAhead<S>(a),
         [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
           if (gg != nullptr) GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
-          AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, nullptr, gout + q.fo, a.inner_feat,
+          AllValid(q.tab, all_valid);
+          AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, all_valid, gout + q.fo, a.inner_feat,
                              p.out.stride[1], q.count, prod);
         },
         acc);
