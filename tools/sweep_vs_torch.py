@@ -8,9 +8,10 @@ them), both layouts, random, warp and affine grids (NOTE [ Bench grids ] in
 bench/gridsample_bench.cpp). Each problem is timed forward and backward through our benchmark
 program (`--gs_case`, in batches; Google Benchmark's mean over at least --min-time) and through
 each PyTorch given (tools/bench_vs_torch.py's workers, one call after a warm-up), with the same
-thread count, in three interleaved rounds; each side's best round counts. Prints, per PyTorch, how many problems we are slower on, the geometric
-mean speed-up, and the worst ratios with their problem strings, which
-`gridsample_bench --gs_case=STRING` and tools/bench_vs_torch.py time again.
+thread count, in three interleaved rounds; each side's best round counts. Prints, per PyTorch,
+how many problems we are slower on, the geometric mean speed-up, and the worst ratios with their
+problem strings, which `gridsample_bench --gs_case=STRING` and tools/bench_vs_torch.py time
+again.
 
 Usage: tools/sweep_vs_torch.py [--bench build/bench/bench/gridsample_bench] [--threads 2]
            [--cases 300] [--seed 1] [--min-time 0.05] [--worst 15]

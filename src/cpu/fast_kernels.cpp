@@ -845,14 +845,16 @@ HWY_INLINE bool Scattered(const Table& tab, size_t count) {
 // without), but not for single elements, whose gathers already issue every lane's load at once:
 // there the prefetch loop costs more than it saves, even on random grids (Intel Xeon, AVX-512,
 // 1 thread, forward, without -> with: random 2D C = 2 512^2 1.87 -> 2.71 ms, random 3D C = 2
-// 64^3 3.43 -> 5.29 ms, 3D warp C = 2 5.0 -> 10.0 ms; not measured on AMD). Nor in the forward
-// over rows, since their loads take one masked instruction per tap (RowMask): the loads of a few
-// points in flight hide the misses better than a prefetch per tap and lane (random 2D C = 4
-// channel-last 512^2 9.3 -> 7.0 ms, random 3D C = 4 64^3 6.2 -> 5.1 ms, 2D affine C = 8 channel-
-// last 0.33 -> 0.18 ms together with RowMask). Nor where one item's input is at most
-// kCachedBytes, which stays in L2 after its first reads in whatever order (2D bicubic C = 2,
-// 16 x 224: 0.087 -> 0.057 ms). Those compute each vector's taps right before using them. The
-// choice decides only the order of independent reads, never results.
+// 64^3 3.43 -> 5.29 ms, 3D warp C = 2 5.0 -> 10.0 ms; not measured on AMD). Nor anywhere in the
+// forward: over rows, whose loads take one masked instruction per tap (RowMask), the loads of a
+// few points in flight hide the misses better than a prefetch per tap and lane (2D affine C = 8
+// channel-last 0.33 -> 0.18 ms together with RowMask, 3D affine C = 16 channel-last 5.2 -> 4.6
+// ms), and gathers from channel-last rows of fewer than 8 channels now take the lean loop (NOTE
+// [ Lean gathers ]; random 2D C = 4 channel-last 512^2 9.3 -> 7.0 ms, random 3D C = 4 64^3 6.2
+// -> 5.1 ms). Nor where one item's input is at most kCachedBytes, which stays in L2 after its
+// first reads in whatever order (2D bicubic C = 2, 16 x 224: 0.087 -> 0.057 ms). Those compute
+// each vector's taps right before using them. The choice decides only the order of independent
+// reads, never results.
 template <class SI>
 HWY_INLINE int64_t RowBytes(const Args& a) {  // what a tap reads: a row of channels, or one element
   return (a.in_c == 1 ? a.p->C : 1) * int64_t(sizeof(SI));
