@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -1232,6 +1233,41 @@ HWY_INLINE void ComputeOuterTaps(DF df, const Args& a, Lanes<DF> g, OuterTaps<DF
   }
 }
 
+// Adds the slabs of the first `count` lanes of `z` to the counts pos[slab]. One increment per
+// lane and tap waits for the previous increment of the same count (its store forwarded to the
+// next load), and on a coherent grid most of a vector's taps fall into one slab: there the lanes
+// of each slab are counted at once (1 thread, 2D warp C = 1 512^2 backward: the count pass
+// was a third of the time).
+template <class DF, int NT>
+HWY_INLINE void CountSlabs(const OuterTaps<DF, NT>& z, size_t count, int32_t* pos) {
+  using TI = TIOf<DF>;
+  constexpr int64_t kVectorSlabs = 4;  // most slabs of one vector counted at once
+  const DIOf<DF> di;
+  const auto m = hn::Load(di, z.count);
+  hn::Mask<DIOf<DF>> tap[NT];
+  hn::Vec<DIOf<DF>> sl[NT];
+  auto lo = hn::Set(di, std::numeric_limits<TI>::max());
+  auto hi = hn::Set(di, std::numeric_limits<TI>::min());
+  for (int i = 0; i < NT; ++i) {
+    tap[i] = hn::And(hn::FirstN(di, count), hn::Lt(hn::Set(di, TI(i)), m));
+    sl[i] = hn::Load(di, z.slab[i]);
+    lo = hn::Min(lo, hn::IfThenElse(tap[i], sl[i], lo));
+    hi = hn::Max(hi, hn::IfThenElse(tap[i], sl[i], hi));
+  }
+  const int64_t s0 = hn::GetLane(hn::MinOfLanes(di, lo)), s1 = hn::GetLane(hn::MaxOfLanes(di, hi));
+  if (s1 - s0 < kVectorSlabs) {  // (s1 < s0: no taps)
+    for (int64_t s = s0; s <= s1; ++s) {
+      size_t k = 0;
+      for (int i = 0; i < NT; ++i)
+        k += hn::CountTrue(di, hn::And(tap[i], hn::Eq(sl[i], hn::Set(di, TI(s)))));
+      pos[s] += int32_t(k);
+    }
+    return;
+  }
+  for (size_t j = 0; j < count; ++j)
+    for (int i = 0; i < int(z.count[j]); ++i) ++pos[z.slab[i][j]];
+}
+
 template <class S, int D, int NT>
 void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
   using DF = DFOf<S>;
@@ -1268,12 +1304,12 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
                         hn::Store(LoadPoints(df, gv + c * os1, a.inner_feat, count), df,
                                   gbuf[D + c]);
                     }
+                    if (!fill) {
+                      CountSlabs(z, count, pos);
+                      continue;
+                    }
                     for (size_t j = 0; j < count; ++j) {
                       const int m = int(z.count[j]);
-                      if (!fill) {
-                        for (int i = 0; i < m; ++i) ++pos[z.slab[i][j]];
-                        continue;
-                      }
                       nslots[v + j] = m;
                       for (int i = 0; i < m; ++i) {
                         const int64_t slot = pos[z.slab[i][j]]++;
