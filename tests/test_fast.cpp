@@ -400,9 +400,10 @@ TEST(FastThreads, SettingIsPerCallingThread) {
 
 // Coherent grids take the direct slab path (NOTE [ Direct slabs ] in src/cpu/fast.cpp) and, with
 // 4 to 15 channels, gathers (NOTE [ Coherent grids ]), random ones the listed slabs and channel
-// rows: all bit-identical to cpu:ref, across dtypes, layouts, modes and views.
+// rows: all bit-identical to cpu:ref, across dtypes, layouts, modes and views. 8 threads, which
+// one item of planes does not pay for (items_pay in src/cpu/fast.cpp).
 TEST(FastDirect, CoherentGridsMatchReference) {
-  const int saved = set_threads(2);
+  const int saved = set_threads(8);
   struct K {
     int nd;
     int64_t C, interp, padding;
@@ -430,7 +431,7 @@ TEST(FastDirect, CoherentGridsMatchReference) {
     c.nd = k.nd;
     c.C = k.C;
     c.in = k.nd == 3 ? std::vector<int64_t>{16, 48, 48} : std::vector<int64_t>{64, 300};
-    c.out = k.nd == 3 ? std::vector<int64_t>{16, 46, 50} : std::vector<int64_t>{64, 290};
+    c.out = k.nd == 3 ? std::vector<int64_t>{16, 46, 50} : std::vector<int64_t>{128, 290};
     c.m = {k.interp, k.padding, seed % 2 == 0};
     c.dt = k.dt;
     c.channel_last = k.cl;
@@ -445,6 +446,14 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       const Outputs fast = logged_run(c, in, &log);
       EXPECT_NE(log.find(coherent ? "direct slabs" : "listed slabs"), std::string::npos) << log;
       expect_same_as_ref(c, in, fast, ref);
+      // On 2 threads, one item of planes on a random grid costs less than the slabs.
+      if (!coherent && k.C < 4 && !k.cl && (k.dt == ACL_FLOAT || k.dt == ACL_DOUBLE)) {
+        set_threads(2);
+        const Outputs two = logged_run(c, in, &log);
+        set_threads(8);
+        EXPECT_NE(log.find("item backward (scan/entries"), std::string::npos) << log;
+        expect_same_as_ref(c, in, two, ref);
+      }
       // NOTE [ Coherent grids ]: FLOAT/DOUBLE channel-first rows give way to gathers, and with as
       // many items as threads the backward to one pass per item; a random grid's forward takes
       // rows from 8 channels on (kRowsMinCForward in fast.cpp).
@@ -459,7 +468,7 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       const Outputs fast2 = logged_run(items, in2, &log);
       EXPECT_NE(log.find("item backward"), std::string::npos) << log;
       expect_same_as_ref(items, in2, fast2, run(items, in2, "cpu:ref"));
-      set_threads(2);
+      set_threads(8);
     }
   }
   set_threads(saved);
@@ -472,7 +481,7 @@ TEST(FastDirect, CoherentGridsMatchReference) {
 // DOUBLE planes or channel-last rows). Every channel count that changes a loop (1, 2,
 // 3: per channel; 4, 5, 8: rows shorter than a vector; 16, 17, 32: whole vectors and a tail),
 // both layouts, views with gaps, every mode, with and without gridGrad: out and inputGrad
-// bit-identical to cpu:ref, as the slab path's are (3 threads, 2 items, more points), gridGrad
+// bit-identical to cpu:ref, as the slab path's are (8 threads, 1 item, more points), gridGrad
 // within tolerance.
 TEST(FastItem, ItemsMatchReference) {
   const int saved = set_threads(1);
@@ -515,16 +524,19 @@ TEST(FastItem, ItemsMatchReference) {
         });
         EXPECT_NE(log.find("item backward"), std::string::npos) << log;
         EXPECT_TRUE(same_bits(ig.values(), ref.ig)) << "inputGrad only";
-        // The slab path, for the same bits: with enough output points to wake 3 threads, about
+        // The slab path, for the same bits: with enough output points to wake 8 threads, about
         // 2^15 tap reads each (useful_threads in src/cpu/fast.cpp; a small problem runs on one
-        // thread, and then as items).
+        // thread, and then as items), one item and 3 slabs, so that the slabs cost less than an
+        // item of planes on one thread (items_pay).
         Case slabs = c;
+        slabs.N = 1;
+        slabs.in[0] = 3;
         const int64_t taps = c.m.interp == 1 ? 1 : (c.m.interp == 2 ? 4 : 2);
-        const int64_t rows = 4 * 32768 / (c.N * C * (c.nd == 2 ? taps * taps : taps * taps * taps));
+        const int64_t rows = 8 * 32768 / (C * (c.nd == 2 ? taps * taps : taps * taps * taps));
         slabs.out = c.nd == 2 ? std::vector<int64_t>{rows / 20 + 1, 20}
                               : std::vector<int64_t>{4, 6, rows / 24 + 1};
         const Inputs in3 = make_inputs(slabs);
-        set_threads(3);
+        set_threads(8);
         log = logged([&] { fast = run(slabs, in3, "cpu:fast"); });
         set_threads(1);
         EXPECT_EQ(log.find("item backward"), std::string::npos) << log;

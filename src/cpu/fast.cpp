@@ -436,7 +436,8 @@ int useful_threads(const Problem& p) {
 //   take gradOutput as rows too;
 // - items that fill the threads the problem wakes evenly enough (useful_threads: a small problem
 //   with one item runs on one thread, and then as an item: 2D affine N = 1, C = 2, 512 x 32
-//   nearest, 2 threads configured: slabs 0.39 -> item 0.12 ms);
+//   nearest, 2 threads configured: slabs 0.39 -> item 0.12 ms), or that cost less than the slabs
+//   would (items_pay);
 // - channel rows, whose updates use whole cache lines, or an accumulator no bigger than a slab.
 //   Single channels scattered over a larger accumulator are what slabs are for:
 //   3d_bilinear_c1_128 on one thread took 1.35x as long in one pass. FLOAT and DOUBLE rows in the
@@ -446,7 +447,7 @@ int useful_threads(const Problem& p) {
 // AVX-512, 1 thread, listed slabs -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest,
 // channel-first: 0.85 -> 0.38 ms; affine N = 8, C = 1, 128 x 16 -> 64 x 256 nearest,
 // channel-last: 2.19 -> 0.77 ms; PyTorch 2.15: 0.43 and 1.25 ms).
-bool item_backward(const Problem& p, const Args& a, int threads) {
+bool item_backward(const Problem& p, const Args& a) {
   if (!backward_input_grad(p)) return false;
   // An accumulator in the workspace pairs with input rows (or an input nothing reads), one in the
   // view with the input in place.
@@ -460,9 +461,9 @@ bool item_backward(const Problem& p, const Args& a, int threads) {
   const int64_t acc_bytes = p.C * p.in_points() * compute_size(p);
   if (!a.rows_acc && !a.in_place && acc_bytes > kSlabBytes) return false;
   // FLOAT and DOUBLE rows in the workspace: only where they fit in L2 whatever the grid.
-  if (a.acc_in_workspace && !sixteen_bit(p) && acc_bytes > kSlabBytes) return false;
-  return p.N % threads == 0 || p.N >= 4 * threads;
+  return !(a.acc_in_workspace && !sixteen_bit(p) && acc_bytes > kSlabBytes);
 }
+bool items_fill(const Problem& p, int threads) { return p.N % threads == 0 || p.N >= 4 * threads; }
 
 // The arguments of an item backward: with the accumulator in the workspace and an input nothing
 // reads (reads_input), the taps are computed in the accumulator's strides (item_backward needs
@@ -510,6 +511,23 @@ double direct_cost(const Problem& p, const Args& a) {
       }
     }
   return entries > 0 ? double(scanned) / double(entries) : 0.0;
+}
+
+// Where the items do not fill the threads: whether they, on up to N threads, cost less than the
+// slabs on all of them, from the slabs' scan/entries ratio (direct_cost). A point costs a slab
+// about kSlabPoint times what it costs an item: the slabs build its taps twice (for the binning's
+// count and for the updates), and more than once where it adds to several slabs. Only for planes:
+// rows of channels parallelise better in slabs (1 thread item -> 2 threads slabs, backward:
+// random 3D C = 4 32^3 2.31 -> 1.79 ms, random 2D C = 16 64^2 -> 128^2 1.88 -> 1.21 ms). Planes,
+// 1 thread item vs 2 threads slabs, (scan/entries): 3D warp C = 1 24^3 0.27 vs 0.50 ms (2.43,
+// listed), 48^3 1.51 vs 1.78 ms (1.58), C = 2 40 x 48 x 40 1.90 vs 2.26 ms (1.54), 64^3 4.54 vs
+// 3.65 ms (1.22); random 3D C = 1 64^3 7.5 vs 8.6 ms (3.83); 2D flow C = 1 256^2 0.66 vs 0.45
+// ms (1.17); random 2D C = 1 256^2 0.70 vs 1.29 ms (3.96).
+constexpr double kSlabPoint = 1.4;
+
+bool items_pay(const Problem& p, const Args& a, int threads, double cost) {
+  if (a.rows_acc) return false;
+  return double(ceil_div(p.N, threads) * threads) <= kSlabPoint * cost * double(p.N);
 }
 
 // Whether one tap table serves both gradients: the accumulator and the input as the kernels read
@@ -579,15 +597,18 @@ void run(const Problem& p, void* ws) {
     if (cost >= 0) std::fprintf(stderr, " (scan/entries %.2f)", cost);
     std::fputc('\n', stderr);
   };
-  if (const Args b = item_args(p, a); item_backward(p, b, threads)) {
-    say("item backward");
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+  const Args b = item_args(p, a);
+  const bool item = item_backward(p, b);
+  auto items = [&](bool packed, double cost) {
+    say("item backward", cost);
+    const int item_threads = int(std::min<int64_t>(threads, p.N));
+#pragma omp parallel for num_threads(item_threads) if (item_threads > 1) schedule(dynamic, 1)
     for (int64_t n = 0; n < p.N; ++n) {
-      if (a.in_packed) k.pack(a, n, 0, p.in_points());  // item n reads only its own rows
+      if (a.in_packed && !packed) k.pack(a, n, 0, p.in_points());  // item n reads its own rows
       k.item(b, n);
     }
-    return;
-  }
+  };
+  if (item && items_fill(p, threads)) return items(false, -1);
 
   // Backward: the input rows and the slab counts; then, for a coherent grid, direct slabs
   // (NOTE [ Direct slabs ]); otherwise the list positions, the lists (NOTE [ Slabs ]) and the
@@ -602,6 +623,7 @@ void run(const Problem& p, void* ws) {
   }
   const int64_t slab_calls = backward_input_grad(p) ? p.N * a.slabs : 0;
   const double cost = slab_calls > 0 ? direct_cost(p, a) : 0;
+  if (item && items_pay(p, a, threads, cost)) return items(true, cost);
   if (slab_calls > 0 && cost <= kMaxDirectCost) {
     say("direct slabs", cost);
     Args d = a;
