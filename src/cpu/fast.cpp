@@ -515,8 +515,8 @@ double direct_cost(const Problem& p, const Args& a) {
 
 // Where the items do not fill the threads: whether they, on up to N threads, cost less than the
 // slabs on all of them, from the slabs' scan/entries ratio (direct_cost). A point costs a slab
-// about kSlabPoint times what it costs an item: the slabs build its taps twice (for the binning's
-// count and for the updates), and more than once where it adds to several slabs. Only for planes:
+// about kSlabPoint times what it costs an item: the binning's count computes its outermost taps
+// once more, and each slab it adds to builds all its taps. Only for planes:
 // rows of channels parallelise better in slabs (1 thread item -> 2 threads slabs, backward:
 // random 3D C = 4 32^3 2.31 -> 1.79 ms, random 2D C = 16 64^2 -> 128^2 1.88 -> 1.21 ms). Planes,
 // 1 thread item vs 2 threads slabs, (scan/entries): 3D warp C = 1 24^3 0.27 vs 0.50 ms (2.43,
