@@ -1255,7 +1255,8 @@ HWY_INLINE void CountSlabs(const OuterTaps<DF, NT>& z, size_t count, int32_t* po
     hi = hn::Max(hi, hn::IfThenElse(tap[i], sl[i], hi));
   }
   const int64_t s0 = hn::GetLane(hn::MinOfLanes(di, lo)), s1 = hn::GetLane(hn::MaxOfLanes(di, hi));
-  if (s1 - s0 < kVectorSlabs) {  // (s1 < s0: no taps)
+  if (s1 < s0) return;  // no taps
+  if (s1 - s0 < kVectorSlabs) {
     for (int64_t s = s0; s <= s1; ++s) {
       size_t k = 0;
       for (int i = 0; i < NT; ++i)
