@@ -545,6 +545,51 @@ TEST(FastItem, ItemsMatchReference) {
   set_threads(saved);
 }
 
+// Planes with an accumulator over 1 MiB (kSlabBytes in src/cpu/fast.cpp) take the item backward
+// on one thread only where the grid is coherent (NOTE [ Item backward ]): channel-last FLOAT and
+// DOUBLE in the inputGrad view (gridsample-register's displacement fields) and FLOAT16/BF16 in
+// the workspace beside the input rows; random grids keep the slabs. Bit-identical to cpu:ref
+// either way.
+TEST(FastItem, CoherentPlanesTakeItems) {
+  const int saved = set_threads(1);
+  struct K {
+    int nd;
+    int64_t C;
+    aclDataType dt;
+    bool cl;
+    std::vector<int64_t> in, out;
+  };
+  const K ks[] = {
+      {3, 3, ACL_FLOAT, true, {40, 48, 48}, {36, 50, 44}},
+      {2, 1, ACL_DOUBLE, true, {300, 512}, {290, 500}},
+      {3, 2, ACL_BF16, false, {40, 64, 56}, {38, 60, 50}},
+  };
+  uint64_t seed = 700;
+  for (const K& k : ks)
+    for (bool coherent : {true, false}) {
+      Case c;
+      c.nd = k.nd;
+      c.C = k.C;
+      c.in = k.in;
+      c.out = k.out;
+      c.m = {0, int64_t(seed % 3), seed % 2 == 0};
+      c.dt = k.dt;
+      c.channel_last = k.cl;
+      c.coherent = coherent;
+      c.seed = seed++;
+      SCOPED_TRACE(c.name());
+      const Inputs in = make_inputs(c);
+      setenv("GRIDSAMPLE_VERBOSE", "1", 1);
+      ::testing::internal::CaptureStderr();
+      const Outputs fast = run(c, in, "cpu:fast");
+      const std::string log = ::testing::internal::GetCapturedStderr();
+      unsetenv("GRIDSAMPLE_VERBOSE");
+      EXPECT_EQ(log.find("item backward") != std::string::npos, coherent) << log;
+      expect_same_as_ref(c, in, fast, run(c, in, "cpu:ref"));
+    }
+  set_threads(saved);
+}
+
 // An empty output grid with an input large enough for several threads: inputGrad is all zeros
 // (SPEC §2) with 1 to 3 threads, one item or several.
 TEST(FastEmpty, EmptyGridZeroesInputGrad) {

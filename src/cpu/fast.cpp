@@ -340,7 +340,9 @@ void row_strides(const Args& a, int nd, int64_t inner, int64_t* sp) {
   }
 }
 
-Args make_args(const Problem& p, void* ws) {
+// `coherent`: whether the grid is coherent (NOTE [ Coherent grids ]), sampled only where a path
+// depends on it.
+Args make_args(const Problem& p, void* ws, bool* coherent) {
   Args a;
   a.p = &p;
   const int D = p.nd;
@@ -372,9 +374,9 @@ Args make_args(const Problem& p, void* ws) {
   // accumulator too large for the caches on a random grid.
   const bool may_change =
       rows_ok(p) || (backward_input_grad(p) && p.C * p.in_points() * compute_size(p) > kSlabBytes);
-  a.in_place = may_change && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
-               extent(p, p.input) >= 0 &&
-               (!backward_input_grad(p) || extent(p, p.input_grad) >= 0) && coherent_grid(p);
+  *coherent = may_change && coherent_grid(p);
+  a.in_place = *coherent && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
+               extent(p, p.input) >= 0 && (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;
   a.in_packed = pack_input(p) && !gathers;
   char* in = nullptr;
@@ -447,7 +449,7 @@ int useful_threads(const Problem& p) {
 // AVX-512, 1 thread, listed slabs -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest,
 // channel-first: 0.85 -> 0.38 ms; affine N = 8, C = 1, 128 x 16 -> 64 x 256 nearest,
 // channel-last: 2.19 -> 0.77 ms; PyTorch 2.15: 0.43 and 1.25 ms).
-bool item_backward(const Problem& p, const Args& a) {
+bool item_backward(const Problem& p, const Args& a, bool coherent) {
   if (!backward_input_grad(p)) return false;
   // An accumulator in the workspace pairs with input rows (or an input nothing reads), one in the
   // view with the input in place.
@@ -457,9 +459,10 @@ bool item_backward(const Problem& p, const Args& a) {
     return false;
   for (int d = 0; d < p.nd; ++d)
     if (a.in_sp[d] != a.acc_sp[d]) return false;
-  // A large accumulator of planes stays in the caches only if the grid is coherent.
+  // A large accumulator of planes stays in the caches only if the grid is coherent: planes in
+  // place (channel-first) or in the channel-last view itself.
   const int64_t acc_bytes = p.C * p.in_points() * compute_size(p);
-  if (!a.rows_acc && !a.in_place && acc_bytes > kSlabBytes) return false;
+  if (!a.rows_acc && !coherent && acc_bytes > kSlabBytes) return false;
   // FLOAT and DOUBLE rows in the workspace: only where they fit in L2 whatever the grid.
   return !(a.acc_in_workspace && !sixteen_bit(p) && acc_bytes > kSlabBytes);
 }
@@ -527,6 +530,10 @@ constexpr double kSlabPoint = 1.4;
 
 bool items_pay(const Problem& p, const Args& a, int threads, double cost) {
   if (a.rows_acc) return false;
+  // Calibrated on planes in place or in the caches; a larger coherent accumulator of
+  // channel-last or 16-bit planes keeps the slabs there (2 threads, channel-last C = 3, 3D warp
+  // backward 46 x 55 x 46: slabs 6.3 ms, one item 12.2 ms).
+  if (!a.in_place && p.C * p.in_points() * compute_size(p) > kSlabBytes) return false;
   return double(ceil_div(p.N, threads) * threads) <= kSlabPoint * cost * double(p.N);
 }
 
@@ -557,7 +564,8 @@ void bin_positions(const Args& a, int64_t n) {
 }
 
 void run(const Problem& p, void* ws) {
-  const Args a = make_args(p, ws);
+  bool coherent = false;
+  const Args a = make_args(p, ws, &coherent);
   const Kernels k = dispatch_dtype(
       p.dtype, [&](auto s) { return fast::select_kernels<decltype(s)>(p.nd, p.interp); });
   const int threads = useful_threads(p);
@@ -598,7 +606,7 @@ void run(const Problem& p, void* ws) {
     std::fputc('\n', stderr);
   };
   const Args b = item_args(p, a);
-  const bool item = item_backward(p, b);
+  const bool item = item_backward(p, b, coherent);
   auto items = [&](bool packed, double cost) {
     say("item backward", cost);
     const int item_threads = int(std::min<int64_t>(threads, p.N));
