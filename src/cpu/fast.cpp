@@ -440,10 +440,16 @@ int useful_threads(const Problem& p) {
 //   with one item runs on one thread, and then as an item: 2D affine N = 1, C = 2, 512 x 32
 //   nearest, 2 threads configured: slabs 0.39 -> item 0.12 ms), or that cost less than the slabs
 //   would (items_pay);
-// - channel rows, whose updates use whole cache lines, or an accumulator no bigger than a slab.
-//   Single channels scattered over a larger accumulator are what slabs are for:
-//   3d_bilinear_c1_128 on one thread took 1.35x as long in one pass. FLOAT and DOUBLE rows in the
-//   workspace, too, only up to a slab (random 2D C = 4 f32 backward, 1 thread: 25.7 -> 12.1 ms).
+// - channel rows, whose updates use whole cache lines, or an accumulator no bigger than a slab,
+//   or a coherent grid (NOTE [ Coherent grids ]), whose points update it in order: planes in
+//   place, channel-last planes in the view (gridsample-register's displacement fields), 16-bit
+//   planes in the workspace (AVX2, 1 thread, slabs -> item, medians of 5-7 interleaved runs:
+//   3D warp C = 3 channel-last 91 x 109 x 91 113 -> 95 ms, BF16 C = 2 80 x 96 x 80 68 -> 47
+//   ms, 2D DOUBLE C = 1 channel-last 512^2 12.6 -> 10.1 ms; 2 threads, N = 2: 2D FLOAT16 C = 3
+//   512^2 21.5 -> 15.9 ms). Single channels scattered over a larger accumulator are what slabs
+//   are for: 3d_bilinear_c1_128 on one thread took 1.35x as long in one pass. FLOAT and DOUBLE
+//   rows in the workspace, too, only up to a slab (random 2D C = 4 f32 backward, 1 thread:
+//   25.7 -> 12.1 ms).
 // FLOAT16 and BF16 always accumulate in the FLOAT32 workspace; gradOutput is widened a vector of
 // points at a time, and the item's accumulator is rounded into inputGrad at its end (2D f16,
 // AVX-512, 1 thread, listed slabs -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest,
