@@ -444,7 +444,7 @@ int useful_threads(const Problem& p) {
 //   or a coherent grid (NOTE [ Coherent grids ]), whose points update it in order: planes in
 //   place, channel-last planes in the view (gridsample-register's displacement fields), 16-bit
 //   planes in the workspace (AVX2, 1 thread, slabs -> item, medians of 5-7 interleaved runs:
-//   3D warp C = 3 channel-last 91 x 109 x 91 113 -> 95 ms, BF16 C = 2 80 x 96 x 80 68 -> 47
+//   3D warp C = 3 channel-last 91 x 109 x 91 126 -> 95 ms, BF16 C = 2 80 x 96 x 80 68 -> 47
 //   ms, 2D DOUBLE C = 1 channel-last 512^2 12.6 -> 10.1 ms; 2 threads, N = 2: 2D FLOAT16 C = 3
 //   512^2 21.5 -> 15.9 ms). Single channels scattered over a larger accumulator are what slabs
 //   are for: 3d_bilinear_c1_128 on one thread took 1.35x as long in one pass. FLOAT and DOUBLE
@@ -466,7 +466,7 @@ bool item_backward(const Problem& p, const Args& a, bool coherent) {
   for (int d = 0; d < p.nd; ++d)
     if (a.in_sp[d] != a.acc_sp[d]) return false;
   // A large accumulator of planes stays in the caches only if the grid is coherent: planes in
-  // place (channel-first) or in the channel-last view itself.
+  // place, in the channel-last view or, for 16-bit types, in the workspace.
   const int64_t acc_bytes = p.C * p.in_points() * compute_size(p);
   if (!a.rows_acc && !coherent && acc_bytes > kSlabBytes) return false;
   // FLOAT and DOUBLE rows in the workspace: only where they fit in L2 whatever the grid.
