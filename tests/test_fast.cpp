@@ -398,6 +398,16 @@ TEST(FastThreads, SettingIsPerCallingThread) {
   EXPECT_EQ(gridsampleGetNumThreads(), fallback);
 }
 
+// cpu:fast's outputs for c, with its log (GRIDSAMPLE_VERBOSE: the path it took).
+Outputs logged_run(const Case& c, const Inputs& in, std::string* log) {
+  setenv("GRIDSAMPLE_VERBOSE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  const Outputs fast = run(c, in, "cpu:fast");
+  *log = ::testing::internal::GetCapturedStderr();
+  unsetenv("GRIDSAMPLE_VERBOSE");
+  return fast;
+}
+
 // Coherent grids take the direct slab path (NOTE [ Direct slabs ] in src/cpu/fast.cpp) and, with
 // 4 to 15 channels, gathers (NOTE [ Coherent grids ]), random ones the listed slabs and channel
 // rows: all bit-identical to cpu:ref, across dtypes, layouts, modes and views. 8 threads, which
@@ -415,15 +425,6 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       {3, 4, 1, 2, ACL_FLOAT16, false, true}, {3, 3, 2, 1, ACL_BF16, true, false},
       {2, 3, 0, 1, ACL_FLOAT, false, true},   {2, 8, 1, 0, ACL_DOUBLE, false, false},
       {2, 5, 2, 2, ACL_FLOAT, true, false},   {2, 2, 0, 2, ACL_BF16, false, false},
-  };
-  // The fast path's log (GRIDSAMPLE_VERBOSE) and outputs.
-  auto logged_run = [](const Case& c, const Inputs& in, std::string* log) {
-    setenv("GRIDSAMPLE_VERBOSE", "1", 1);
-    ::testing::internal::CaptureStderr();
-    const Outputs fast = run(c, in, "cpu:fast");
-    *log = ::testing::internal::GetCapturedStderr();
-    unsetenv("GRIDSAMPLE_VERBOSE");
-    return fast;
   };
   uint64_t seed = 300;
   for (const K& k : ks) {
@@ -579,11 +580,8 @@ TEST(FastItem, CoherentPlanesTakeItems) {
       c.seed = seed++;
       SCOPED_TRACE(c.name());
       const Inputs in = make_inputs(c);
-      setenv("GRIDSAMPLE_VERBOSE", "1", 1);
-      ::testing::internal::CaptureStderr();
-      const Outputs fast = run(c, in, "cpu:fast");
-      const std::string log = ::testing::internal::GetCapturedStderr();
-      unsetenv("GRIDSAMPLE_VERBOSE");
+      std::string log;
+      const Outputs fast = logged_run(c, in, &log);
       EXPECT_EQ(log.find("item backward") != std::string::npos, coherent) << log;
       expect_same_as_ref(c, in, fast, run(c, in, "cpu:ref"));
     }
