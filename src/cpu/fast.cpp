@@ -341,7 +341,7 @@ void row_strides(const Args& a, int nd, int64_t inner, int64_t* sp) {
 }
 
 // `coherent`: whether the grid is coherent (NOTE [ Coherent grids ]), sampled only where a path
-// depends on it.
+// or a prefetch depends on it.
 Args make_args(const Problem& p, void* ws, bool* coherent) {
   Args a;
   a.p = &p;
@@ -371,10 +371,14 @@ Args make_args(const Problem& p, void* ws, bool* coherent) {
   // NOTE [ Coherent grids ]: the input and inputGrad planes read and updated in place (whose
   // offsets must fit).
   // Sampled only where it changes a path: rows (4 channels or more), or an item backward's
-  // accumulator too large for the caches on a random grid.
-  const bool may_change =
-      rows_ok(p) || (backward_input_grad(p) && p.C * p.in_points() * compute_size(p) > kSlabBytes);
-  *coherent = may_change && coherent_grid(p);
+  // accumulator too large for the caches on a random grid; or where it decides prefetches: NOTE
+  // [ Rows ahead ] in fast_kernels.cpp, for inputs larger than L2.
+  const int64_t item_bytes = p.C * p.in_points() * compute_size(p);
+  const bool may_change = rows_ok(p) || (backward_input_grad(p) && item_bytes > kSlabBytes);
+  constexpr int64_t kRowsAheadBytes = int64_t(1) << 20;
+  const bool rows_ahead_pay = item_bytes > kRowsAheadBytes;
+  *coherent = (may_change || rows_ahead_pay) && coherent_grid(p);
+  a.rows_ahead = rows_ahead_pay && *coherent;
   a.in_place = *coherent && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
                extent(p, p.input) >= 0 && (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;

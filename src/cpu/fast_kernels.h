@@ -35,10 +35,11 @@ struct Args {
   bool acc_in_workspace = false;
 
   // Which inner loops run (NOTE [ Fast kernel layouts ] in fast_kernels.cpp).
-  bool rows_fwd = false;  // forward over channel rows of `in`
-  bool rows_acc = false;  // inputGrad over channel rows of `acc`
-  bool in_place = false;  // a coherent grid's planes read and updated in place (NOTE [ Coherent
-                          // grids ] in fast.cpp)
+  bool rows_fwd = false;    // forward over channel rows of `in`
+  bool rows_acc = false;    // inputGrad over channel rows of `acc`
+  bool in_place = false;    // a coherent grid's planes read and updated in place (NOTE [ Coherent
+                            // grids ] in fast.cpp)
+  bool rows_ahead = false;  // prefetch tap rows ahead (NOTE [ Rows ahead ] in fast_kernels.cpp)
 
   // Backward: output points binned by slab of the outermost input dim (NOTE [ Slabs ] in
   // fast.cpp). Slab s covers outermost indices [s * slab_len, (s + 1) * slab_len).
