@@ -372,10 +372,10 @@ Args make_args(const Problem& p, void* ws, bool* coherent) {
   // offsets must fit).
   // Sampled only where it changes a path: rows (4 channels or more), or an item backward's
   // accumulator too large for the caches on a random grid; or where it decides prefetches: NOTE
-  // [ Rows ahead ] in fast_kernels.cpp, for inputs larger than L2.
+  // [ Rows ahead ] in fast_kernels.cpp, for inputs larger than 512 KiB.
   const int64_t item_bytes = p.C * p.in_points() * compute_size(p);
   const bool may_change = rows_ok(p) || (backward_input_grad(p) && item_bytes > kSlabBytes);
-  constexpr int64_t kRowsAheadBytes = int64_t(1) << 20;
+  constexpr int64_t kRowsAheadBytes = int64_t(1) << 19;
   const bool rows_ahead_pay = item_bytes > kRowsAheadBytes;
   *coherent = (may_change || rows_ahead_pay) && coherent_grid(p);
   a.rows_ahead = rows_ahead_pay && *coherent;

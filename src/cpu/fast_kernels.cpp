@@ -821,34 +821,48 @@ HWY_INLINE void PrefetchRows(const E* base, const Table& tab, int tap_step, size
 }
 
 // NOTE [ Rows ahead ]: on a coherent grid each vector of points reads (and, in the backward,
-// updates) every tap's row of the input a few elements further along than the vector before, a
+// updates) every tap's row of the input a little further along than the vector before, a
 // sequential walk; yet AMD Zen 5's hardware prefetchers do not bring those lines in ahead of
 // gathers and single-element updates, and every vector waited for them (L3 or memory). So where
-// a tap reads one element per channel, or a row of channels within a cache line, the loops over
-// points prefetch each tap row kAheadPoints points ahead of lane 0: one prefetch per row along x
-// (NT taps share it) and per channel plane, or once per row where the channels share a line
-// (AVX-512, 1 thread, forward, medians of 5 interleaved rounds, without -> with: 2D flow N = 2,
-// C = 3, 512^2 bilinear 11.4 -> 5.9 ms, nearest 5.8 -> 2.5 ms; 2D affine N = 8, C = 3, 224^2
-// 7.0 -> 3.2 ms; 3D registration step C = 1 4.3 -> 3.4 ms). On a random grid lane 0's row ahead
-// is wasted, one prefetch per row tap and channel beside the gathers'. Hints only: results do not
-// change, and the addresses may lie outside the tensor (integer arithmetic, never dereferenced).
+// a point's elements along a row take at most kAheadPointBytes (channel planes, or channel-last
+// rows of up to 4 FLOAT channels), the loops over points prefetch each tap row kAheadPoints
+// points ahead of lane 0: the lines a vector of points spans there, once per row along x (NT
+// taps share it) and per channel plane, or once where the channels share a line (AVX-512, 1
+// thread, forward, medians of 5 interleaved rounds, without -> with: 2D flow N = 2, C = 3, 512^2
+// bilinear 11.4 -> 5.9 ms, nearest 5.8 -> 2.5 ms; 2D affine N = 8, C = 3, 224^2 7.0 -> 3.2 ms;
+// 3D registration step C = 1 4.3 -> 3.4 ms). Wider rows are read by whole-row loads, which the
+// hardware follows. On a random grid lane 0's row ahead would be wasted, so only grids sampled
+// as coherent take it (Args::rows_ahead). Hints only: results do not change, and the addresses
+// may lie outside the tensor (integer arithmetic, never dereferenced).
 constexpr int64_t kAheadPoints = 64;
+constexpr int64_t kAheadPointBytes = 16;
 
-// Whether the channels of a tap's row share a cache line: then one prefetch serves them all.
+// Which rows ahead a loop over vectors of N points prefetches, for a tensor of C channels with
+// these channel and x strides: `planes` channel planes (0: none), `lines` cache lines each.
+struct RowsAhead {
+  int64_t planes = 0, lines = 0;
+};
 template <class E>
-HWY_INLINE bool SharedLine(int64_t c_stride) {
-  return (c_stride < 0 ? -c_stride : c_stride) * int64_t(sizeof(E)) < 64;
+HWY_INLINE RowsAhead RowsAheadOf(const Args& a, int64_t c_stride, int64_t x_stride, size_t N) {
+  RowsAhead r;
+  const int64_t abs_c = c_stride < 0 ? -c_stride : c_stride;
+  const int64_t point = (x_stride < 0 ? -x_stride : x_stride) * int64_t(sizeof(E));
+  if (!a.rows_ahead || point > kAheadPointBytes) return r;
+  r.planes = abs_c * int64_t(sizeof(E)) < 64 ? 1 : a.p->C;  // channels within a line: one plane
+  r.lines = (int64_t(N) * point + 63) / 64;
+  return r;
 }
 
-// Prefetches (for writing if kWrite) plane base's row of every NT-th tap, kAheadPoints points
-// (x_stride elements each) past offset lane0(t).
+// Prefetches (for writing if kWrite) `lines` lines of plane base's row of every NT-th tap,
+// kAheadPoints points (x_stride elements each) past offset lane0(t).
 template <bool kWrite, int NT, int kTaps, class E, class Lane0>
-HWY_INLINE void PrefetchAhead(const E* base, int64_t x_stride, Lane0&& lane0) {
-  for (int t = 0; t < kTaps; t += NT)
-    __builtin_prefetch(reinterpret_cast<const void*>(
-                           reinterpret_cast<uintptr_t>(base) +
-                           uintptr_t(int64_t(lane0(t)) + kAheadPoints * x_stride) * sizeof(E)),
-                       kWrite);
+HWY_INLINE void PrefetchAhead(const E* base, int64_t x_stride, int64_t lines, Lane0&& lane0) {
+  for (int t = 0; t < kTaps; t += NT) {
+    const uintptr_t row = reinterpret_cast<uintptr_t>(base) +
+                          uintptr_t(int64_t(lane0(t)) + kAheadPoints * x_stride) * sizeof(E);
+    for (int64_t l = 0; l < lines; ++l)
+      __builtin_prefetch(reinterpret_cast<const void*>(row + uintptr_t(l) * 64), kWrite);
+  }
 }
 
 // NOTE [ Coherent vectors ]: whether the first taps of a vector of points lie more than
@@ -934,25 +948,28 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
                   };
   const int64_t row_bytes = RowBytes<SI>(a);
   if (!ahead) {  // NOTE [ Taps ahead ]
-    // NOTE [ Rows ahead ]: rows within a cache line, in every plane of the input and of acc.
-    const int64_t planes = !a.rows_ahead || row_bytes > 64 ? 0 : (SharedLine<SI>(a.in_c) ? 1 : p.C);
-    ForEachVector(a, o0, o1, N,
-                  [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
-                    PointVector<DF, D, NT>& q = ring[0];
-                    fill(q, count, go, fo, ggo);
-                    auto lane0 = [&](int t) { return q.tab.off[t][0]; };
-                    for (int64_t c = 0; c < planes; ++c) {
-                      PrefetchAhead<false, NT, Table::kTaps>(in + c * a.in_c, a.in_sp[0], lane0);
-                      if (acc != nullptr)
-                        PrefetchAhead<true, NT, Table::kTaps>(acc + c * a.in_c, a.in_sp[0], lane0);
-                    }
-                    process(q);
-                  });
+    // NOTE [ Rows ahead ]: of the input and of acc, which has the input's offsets.
+    const RowsAhead ra = RowsAheadOf<SI>(a, a.in_c, a.in_sp[0], N);
+    ForEachVector(
+        a, o0, o1, N, [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
+          PointVector<DF, D, NT>& q = ring[0];
+          fill(q, count, go, fo, ggo);
+          auto lane0 = [&](int t) { return q.tab.off[t][0]; };
+          for (int64_t c = 0; c < ra.planes; ++c) {
+            PrefetchAhead<false, NT, Table::kTaps>(in + c * a.in_c, a.in_sp[0], ra.lines, lane0);
+            if (acc != nullptr)
+              PrefetchAhead<true, NT, Table::kTaps>(acc + c * a.in_c, a.in_sp[0], ra.lines, lane0);
+          }
+          process(q);
+        });
     return;
   }
   int64_t issued = 0, done = 0;
   // Every tap's row (an invalid tap's offset is 0: harmless); for rows of at most 8 bytes only the
-  // first tap along x, whose neighbour shares its cache line but for 1 in 8.
+  // first tap along x, whose neighbour shares its cache line but for 1 in 8. Not NOTE [ Rows
+  // ahead ]: across a vector of a 3D registration field the taps lie in two neighbouring planes
+  // (far enough apart for Scattered), which lane 0's rows miss (1 thread, channel-last C = 3
+  // 91 x 109 x 91 backward: 34 ms as here, 51 ms with the rows ahead instead).
   const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;
   ForEachVector(a, o0, o1, N,
                 [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
@@ -981,13 +998,13 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
   // Per channel: the taps' values gathered and summed, in cpu:ref's order.
   const int64_t C = p.C, in_c_stride = a.in_c, os1 = p.out.stride[1], inner = a.inner_feat;
+  const RowsAhead ra = RowsAheadOf<SI>(a, in_c_stride, a.in_sp[0], N);
   auto gathers = [&](const hn::Vec<DIOf<DF>>* off, const hn::Vec<DF>* w, const hn::Mask<DF>* valid,
                      int64_t fo, size_t count) HWY_ATTR {
-    const int64_t ahead_planes = !a.rows_ahead ? 0 : (SharedLine<SI>(in_c_stride) ? 1 : C);
     for (int64_t c = 0; c < C; ++c) {
       const SI* in_c = in + c * in_c_stride;
-      if (c < ahead_planes)  // NOTE [ Rows ahead ]
-        PrefetchAhead<false, NT, kTaps>(in_c, a.in_sp[0],
+      if (c < ra.planes)  // NOTE [ Rows ahead ]
+        PrefetchAhead<false, NT, kTaps>(in_c, a.in_sp[0], ra.lines,
                                         [&](int t) HWY_ATTR { return hn::GetLane(off[t]); });
       auto acc = hn::Zero(df);
       for (int t = 0; t < kTaps; ++t) {
@@ -1836,11 +1853,9 @@ void SlabDirect(const Args& a, int64_t n, int64_t s) {
   alignas(64) TIOf<DF> all_inside[kMaxLanes<DF>];
   alignas(64) T prod[kAddChannels][kTaps][kMaxLanes<DF>] = {};
   const Lanes<DF> lo(z0), hi(z1);
-  // NOTE [ Rows ahead ]: the accumulator's rows (and the input's, for gridGrad, which then has
-  // the same offsets) within a cache line.
-  const int64_t ahead_planes = !a.rows_ahead || (a.rows_acc ? C : 1) * int64_t(sizeof(T)) > 64
-                                   ? 0
-                                   : (SharedLine<T>(a.acc_c) ? 1 : C);
+  // NOTE [ Rows ahead ]: of the accumulator (and of the input, for gridGrad, which then has the
+  // same offsets).
+  const RowsAhead ra = RowsAheadOf<T>(a, a.acc_c, a.acc_sp[0], N);
   const T* in = a.direct_grid_grad ? reinterpret_cast<const T*>(a.in) + n * a.in_n : acc;
   for (int64_t ch = 0; ch < a.bin_chunks; ++ch) {
     const int32_t* cnt = counts + ch * a.slabs;
@@ -1865,9 +1880,10 @@ void SlabDirect(const Args& a, int64_t n, int64_t s) {
       q.fo = fo;
       q.ggo = ggo;
       auto lane0 = [&](int t) { return q.tab.off[t][0]; };
-      for (int64_t c = 0; c < ahead_planes; ++c) {  // NOTE [ Rows ahead ]
-        PrefetchAhead<true, NT, kTaps>(acc + c * a.acc_c, a.acc_sp[0], lane0);
-        if (home && NT != 1) PrefetchAhead<false, NT, kTaps>(in + c * a.acc_c, a.acc_sp[0], lane0);
+      for (int64_t c = 0; c < ra.planes; ++c) {  // NOTE [ Rows ahead ]
+        PrefetchAhead<true, NT, kTaps>(acc + c * a.acc_c, a.acc_sp[0], ra.lines, lane0);
+        if (home && NT != 1)
+          PrefetchAhead<false, NT, kTaps>(in + c * a.acc_c, a.acc_sp[0], ra.lines, lane0);
       }
       InsideSlab(q.tab, z0, z1, inside, all_inside);
       const T* go_rows = nullptr;
