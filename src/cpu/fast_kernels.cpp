@@ -1150,17 +1150,24 @@ template <class T, int D>
 void ZeroRegion(const Args& a, T* acc, int64_t c0, int64_t c1, int64_t z0, int64_t z1) {
   const int64_t W = a.size[0];
   const int64_t sz = a.acc_sp[D - 1], sy = D == 3 ? a.acc_sp[1] : 0;
-  // Rows (channel stride 1, point stride C; planes of one point have channel stride 1 too) of
-  // every channel: the slab is one contiguous block.
-  if (a.acc_in_workspace && a.acc_c == 1 && a.acc_sp[0] == a.p->C && c1 - c0 == a.p->C) {
-    // Plain vector stores rather than memset, whose large-size path may bypass the caches:
-    // the slab is about to be updated at random.
+  // Plain vector stores rather than memset, whose large-size path may bypass the caches: the
+  // region is about to be updated at random.
+  auto zero = [](T* p, int64_t len) {
     const hn::ScalableTag<T> d;
-    T* p = acc + z0 * sz;
-    const int64_t len = (z1 - z0) * sz, step = int64_t(hn::Lanes(d));
+    const int64_t step = int64_t(hn::Lanes(d));
     int64_t i = 0;
     for (; i + step <= len; i += step) hn::StoreU(hn::Zero(d), d, p + i);
     for (; i < len; ++i) p[i] = T(0);
+  };
+  // Rows of every channel (channel stride 1, point stride C: the workspace's rows, a
+  // channel-last view; planes of one point too): each row along x is one run of W * C elements,
+  // and the slab one block where the rows follow each other (a channel-last inputGrad of C = 2
+  // in strided stores per channel: a third of a small 2D nearest backward).
+  const int64_t C = a.p->C, run = W * C;
+  if (a.acc_c == 1 && a.acc_sp[0] == C && c1 - c0 == C) {
+    if (D == 2 ? sz == run : sy == run && sz == a.size[1] * run)
+      return zero(acc + z0 * sz, (z1 - z0) * sz);
+    ForEachSlabRow<D>(a, z0, z1, [&](int64_t z, int64_t y) { zero(acc + z * sz + y * sy, run); });
     return;
   }
   if (a.rows_acc) {
