@@ -830,9 +830,10 @@ HWY_INLINE void PrefetchRows(const E* base, const Table& tab, int tap_step, size
 // rows of up to 4 FLOAT channels), the loops over points prefetch each tap row kAheadPoints
 // points ahead of lane 0: the lines a vector of points spans there, once per row along x (NT
 // taps share it) and per channel plane, or once where the channels share a line (AVX-512, 1
-// thread, forward, medians of 5 interleaved rounds, without -> with: 2D flow N = 2, C = 3, 512^2
-// bilinear 11.4 -> 5.9 ms, nearest 5.8 -> 2.5 ms; 2D affine N = 8, C = 3, 224^2 7.0 -> 3.2 ms;
-// 3D registration step C = 1 4.3 -> 3.4 ms). Wider rows are read by whole-row loads, which the
+// thread, best of 9 interleaved rounds of CPU time, without -> with: 2D flow N = 2, C = 3,
+// 512^2 forward 8.3 -> 4.8 ms, backward 10.5 -> 8.1 ms; 3D registration step C = 2 forward
+// 9.6 -> 7.0 ms; 3D affine C = 1 96^3 forward 7.7 -> 5.3 ms; channel-last C = 3 46 x 55 x 46
+// backward 4.8 -> 4.1 ms). Wider rows are read by whole-row loads, which the
 // hardware follows. On a random grid lane 0's row ahead would be wasted, so only grids sampled
 // as coherent take it (Args::rows_ahead). Hints only: results do not change, and the addresses
 // may lie outside the tensor (integer arithmetic, never dereferenced).
