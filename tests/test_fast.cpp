@@ -86,8 +86,9 @@ struct Case {
   aclDataType dt = ACL_FLOAT;
   bool channel_last = false;
   bool strided = false;
-  bool flip = false;      // strided only: the input's outermost spatial dim runs backwards
-  bool coherent = false;  // a warped identity grid instead of random values
+  bool flip = false;         // strided only: the input's outermost spatial dim runs backwards
+  bool rows_padded = false;  // strided only: the two innermost dims contiguous, the others padded
+  bool coherent = false;     // a warped identity grid instead of random values
   uint64_t seed = 1;
 
   std::string name() const {
@@ -130,7 +131,8 @@ HostTensor make(const Case& c, const std::vector<int64_t>& dims, aclFormat f, in
   int64_t s = 1;
   for (size_t i = dims.size(); i-- > 0;) {
     st[i] = s;
-    s *= dims[i] + 1 + int64_t((i + size_t(salt)) % 2);
+    const bool pad = !c.rows_padded || i + 2 < dims.size();
+    s *= dims[i] + (pad ? 1 + int64_t((i + size_t(salt)) % 2) : 0);
   }
   if (broadcast) st[0] = 0;
   int64_t offset = 3 + salt;
@@ -590,6 +592,32 @@ TEST(FastItem, CoherentPlanesTakeItems) {
 
 // An empty output grid with an input large enough for several threads: inputGrad is all zeros
 // (SPEC §2) with 1 to 3 threads, one item or several.
+// Channel-last views whose rows (W x C) are contiguous but whose outer dims are padded: inputGrad
+// is zeroed row by row there (ZeroRegion in src/cpu/fast_kernels.cpp), on the item path (1
+// thread) and on the slab paths (3 threads), random and coherent grids.
+TEST(FastZero, PaddedChannelLastRows) {
+  uint64_t seed = 700;
+  for (int nd : {2, 3})
+    for (int64_t C : {1, 2, 3, 8})
+      for (aclDataType dt : {ACL_FLOAT, ACL_DOUBLE, ACL_FLOAT16})
+        for (bool coherent : {false, true}) {
+          Case c;
+          c.nd = nd;
+          c.N = 2;
+          c.C = C;
+          c.in = nd == 2 ? std::vector<int64_t>{21, 30} : std::vector<int64_t>{9, 7, 12};
+          c.out = nd == 2 ? std::vector<int64_t>{17, 26} : std::vector<int64_t>{8, 6, 13};
+          c.m = {int64_t(seed % 3), int64_t((seed / 3) % 3), seed % 2 == 0};
+          c.dt = dt;
+          c.channel_last = true;
+          c.strided = true;
+          c.rows_padded = true;
+          c.coherent = coherent;
+          c.seed = seed++;
+          for_each_target([&](const std::string& target) { check_case(c, target); });
+        }
+}
+
 TEST(FastEmpty, EmptyGridZeroesInputGrad) {
   const int saved = set_threads(1);
   for (int64_t N : {1, 2})
