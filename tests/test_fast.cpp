@@ -590,8 +590,6 @@ TEST(FastItem, CoherentPlanesTakeItems) {
   set_threads(saved);
 }
 
-// An empty output grid with an input large enough for several threads: inputGrad is all zeros
-// (SPEC §2) with 1 to 3 threads, one item or several.
 // Channel-last views whose rows (W x C) are contiguous but whose outer dims are padded: inputGrad
 // is zeroed row by row there (ZeroRegion in src/cpu/fast_kernels.cpp), on the item path (1
 // thread) and on the slab paths (3 threads), random and coherent grids.
@@ -618,6 +616,8 @@ TEST(FastZero, PaddedChannelLastRows) {
         }
 }
 
+// An empty output grid with an input large enough for several threads: inputGrad is all zeros
+// (SPEC §2) with 1 to 3 threads, one item or several.
 TEST(FastEmpty, EmptyGridZeroesInputGrad) {
   const int saved = set_threads(1);
   for (int64_t N : {1, 2})
