@@ -365,14 +365,18 @@ HWY_INLINE void TransposeRows(hn::Full256<double>, const double* const* rows,
 // c[3 sets + k], in that order. `shuffle` is _mm512_shuffle_f32x4 or _mm512_shuffle_f64x2.
 template <class V, class Shuffle>
 HWY_INLINE void TransposeBlocks(const V* c, int sets, V* out, Shuffle shuffle) {
+  using Lo = std::integral_constant<int, 0x44>;  // blocks 0, 1 of a, then of b
+  using Hi = std::integral_constant<int, 0xEE>;  // blocks 2, 3
+  using Even = std::integral_constant<int, 0x88>;
+  using Odd = std::integral_constant<int, 0xDD>;
   for (int k = 0; k < sets; ++k) {
-    const V v0 = shuffle(c[k], c[sets + k], 0x44), v1 = shuffle(c[k], c[sets + k], 0xEE);
-    const V v2 = shuffle(c[2 * sets + k], c[3 * sets + k], 0x44);
-    const V v3 = shuffle(c[2 * sets + k], c[3 * sets + k], 0xEE);
-    out[k] = shuffle(v0, v2, 0x88);
-    out[sets + k] = shuffle(v0, v2, 0xDD);
-    out[2 * sets + k] = shuffle(v1, v3, 0x88);
-    out[3 * sets + k] = shuffle(v1, v3, 0xDD);
+    const V v0 = shuffle(c[k], c[sets + k], Lo()), v1 = shuffle(c[k], c[sets + k], Hi());
+    const V v2 = shuffle(c[2 * sets + k], c[3 * sets + k], Lo());
+    const V v3 = shuffle(c[2 * sets + k], c[3 * sets + k], Hi());
+    out[k] = shuffle(v0, v2, Even());
+    out[sets + k] = shuffle(v0, v2, Odd());
+    out[2 * sets + k] = shuffle(v1, v3, Even());
+    out[3 * sets + k] = shuffle(v1, v3, Odd());
   }
 }
 // out[i] lane j = rows[j][i], for i, j < 16: pairs, then quadruples within 128-bit blocks, then
@@ -392,17 +396,8 @@ HWY_INLINE void TransposeRows(hn::Full512<float>, const float* const* rows,
     u[j + 2] = _mm512_shuffle_ps(t[j + 1], t[j + 3], 0x44);
     u[j + 3] = _mm512_shuffle_ps(t[j + 1], t[j + 3], 0xEE);
   }
-  TransposeBlocks(u, 4, o, [](__m512 a, __m512 b, int imm) HWY_ATTR {
-    switch (imm) {
-      case 0x44:
-        return _mm512_shuffle_f32x4(a, b, 0x44);
-      case 0xEE:
-        return _mm512_shuffle_f32x4(a, b, 0xEE);
-      case 0x88:
-        return _mm512_shuffle_f32x4(a, b, 0x88);
-      default:
-        return _mm512_shuffle_f32x4(a, b, 0xDD);
-    }
+  TransposeBlocks(u, 4, o, [](__m512 a, __m512 b, auto imm) HWY_ATTR {
+    return _mm512_shuffle_f32x4(a, b, decltype(imm)::value);
   });
   for (int i = 0; i < 16; ++i) out[i].raw = o[i];
 }
@@ -416,17 +411,8 @@ HWY_INLINE void TransposeRows(hn::Full512<double>, const double* const* rows,
     t[j] = _mm512_unpacklo_pd(r[j], r[j + 1]);
     t[j + 1] = _mm512_unpackhi_pd(r[j], r[j + 1]);
   }
-  TransposeBlocks(t, 2, o, [](__m512d a, __m512d b, int imm) HWY_ATTR {
-    switch (imm) {
-      case 0x44:
-        return _mm512_shuffle_f64x2(a, b, 0x44);
-      case 0xEE:
-        return _mm512_shuffle_f64x2(a, b, 0xEE);
-      case 0x88:
-        return _mm512_shuffle_f64x2(a, b, 0x88);
-      default:
-        return _mm512_shuffle_f64x2(a, b, 0xDD);
-    }
+  TransposeBlocks(t, 2, o, [](__m512d a, __m512d b, auto imm) HWY_ATTR {
+    return _mm512_shuffle_f64x2(a, b, decltype(imm)::value);
   });
   for (int i = 0; i < 8; ++i) out[i].raw = o[i];
 }
