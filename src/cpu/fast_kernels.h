@@ -40,6 +40,9 @@ struct Args {
   bool in_place = false;    // a coherent grid's planes read and updated in place (NOTE [ Coherent
                             // grids ] in fast.cpp)
   bool rows_ahead = false;  // prefetch tap rows ahead (NOTE [ Rows ahead ] in fast_kernels.cpp)
+  // A coherent grid's taps and their x neighbours gathered as pairs (NOTE [ Pair gathers ] in
+  // fast_kernels.cpp).
+  bool pair_gathers = false;
 
   // Backward: output points binned by slab of the outermost input dim (NOTE [ Slabs ] in
   // fast.cpp). Slab s covers outermost indices [s * slab_len, (s + 1) * slab_len).
