@@ -548,11 +548,11 @@ TEST(FastItem, ItemsMatchReference) {
   set_threads(saved);
 }
 
-// Planes with an accumulator over 1 MiB (kSlabBytes in src/cpu/fast.cpp) take the item backward
-// on one thread only where the grid is coherent (NOTE [ Item backward ]): channel-last FLOAT and
-// DOUBLE in the inputGrad view (gridsample-register's displacement fields) and FLOAT16/BF16 in
-// the workspace beside the input rows; random grids keep the slabs. Bit-identical to cpu:ref
-// either way.
+// Planes with an accumulator over 6 MiB (kItemCacheBytes in src/cpu/fast.cpp) take the item
+// backward on one thread only where the grid is coherent (NOTE [ Item backward ]): channel-last
+// FLOAT and DOUBLE in the inputGrad view (gridsample-register's displacement fields) and
+// FLOAT16/BF16 in the workspace beside the input rows; random grids keep the slabs. Bit-identical
+// to cpu:ref either way.
 TEST(FastItem, CoherentPlanesTakeItems) {
   const int saved = set_threads(1);
   struct K {
@@ -563,9 +563,9 @@ TEST(FastItem, CoherentPlanesTakeItems) {
     std::vector<int64_t> in, out;
   };
   const K ks[] = {
-      {3, 3, ACL_FLOAT, true, {40, 48, 48}, {36, 50, 44}},
-      {2, 1, ACL_DOUBLE, true, {300, 512}, {290, 500}},
-      {3, 2, ACL_BF16, false, {40, 64, 56}, {38, 60, 50}},
+      {3, 3, ACL_FLOAT, true, {64, 96, 96}, {43, 64, 64}},
+      {2, 1, ACL_DOUBLE, true, {768, 1100}, {512, 733}},
+      {3, 2, ACL_BF16, false, {80, 100, 100}, {54, 67, 67}},
   };
   uint64_t seed = 700;
   for (const K& k : ks)

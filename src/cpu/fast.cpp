@@ -451,22 +451,30 @@ int useful_threads(const Problem& p) {
 //   with one item runs on one thread, and then as an item: 2D affine N = 1, C = 2, 512 x 32
 //   nearest, 2 threads configured: slabs 0.39 -> item 0.12 ms), or that cost less than the slabs
 //   would (items_pay);
-// - channel rows, whose updates use whole cache lines, or an accumulator no bigger than a slab,
-//   or a coherent grid (NOTE [ Coherent grids ]), whose points update it in order: planes in
+// - channel rows, whose updates use whole cache lines, or planes that the items running at once
+//   keep in the last-level cache (kItemCacheBytes in all), or a coherent grid (NOTE [ Coherent
+//   grids ]), whose points update its planes in order: planes in
 //   place, channel-last planes in the view (gridsample-register's displacement fields), 16-bit
 //   planes in the workspace (AVX2, 1 thread, slabs -> item, medians of 5-7 interleaved runs:
 //   3D warp C = 3 channel-last 91 x 109 x 91 126 -> 95 ms, BF16 C = 2 80 x 96 x 80 68 -> 47
 //   ms, 2D DOUBLE C = 1 channel-last 512^2 12.6 -> 10.1 ms; 2 threads, N = 2: 2D FLOAT16 C = 3
 //   512^2 21.5 -> 15.9 ms). Single channels scattered over a larger accumulator are what slabs
-//   are for: 3d_bilinear_c1_128 on one thread took 1.35x as long in one pass. FLOAT and DOUBLE
-//   rows in the workspace, too, only up to a slab (random 2D C = 4 f32 backward, 1 thread:
-//   25.7 -> 12.1 ms).
+//   are for: 3d_bilinear_c1_128 on one thread took 1.35x as long in one pass. The planes' bound
+//   was a slab (1 MiB) until 2026-12-03; on AMD Zen 5 (32 MiB L3), random grids, listed slabs ->
+//   item: 2 threads, N = 2: 3D DOUBLE C = 1 48 x 48 x 80 -> 96 x 96 x 160 (1.5 MiB per item)
+//   122 -> 37 ms, 2D C = 1 1024 x 512 (2 MiB) 13.8 -> 5.3 ms, FLOAT16 N = 4, C = 3 512^2
+//   (3 MiB) 24.3 -> 17.6 ms; but 3D C = 1 96^3 (3.4 MiB) 44 -> 58 ms; 1 thread: 2D C = 1 1024^2
+//   (4 MiB) 19.1 -> 9.1 ms, 3D C = 1 128^3 (8 MiB) 71 -> 80 ms. FLOAT and DOUBLE rows in the
+//   workspace, too, only up to a slab (random 2D C = 4 f32 backward, 1 thread: 25.7 -> 12.1 ms;
+//   on Zen 5 the item won there, 21.4 -> 16.2 ms, left as it was).
 // FLOAT16 and BF16 always accumulate in the FLOAT32 workspace; gradOutput is widened a vector of
 // points at a time, and the item's accumulator is rounded into inputGrad at its end (2D f16,
 // AVX-512, 1 thread, listed slabs -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest,
 // channel-first: 0.85 -> 0.38 ms; affine N = 8, C = 1, 128 x 16 -> 64 x 256 nearest,
 // channel-last: 2.19 -> 0.77 ms; PyTorch 2.15: 0.43 and 1.25 ms).
-bool item_backward(const Problem& p, const Args& a, bool coherent) {
+constexpr int64_t kItemCacheBytes = int64_t(6) << 20;
+
+bool item_backward(const Problem& p, const Args& a, bool coherent, int threads) {
   if (!backward_input_grad(p)) return false;
   // An accumulator in the workspace pairs with input rows (or an input nothing reads), one in the
   // view with the input in place.
@@ -476,10 +484,13 @@ bool item_backward(const Problem& p, const Args& a, bool coherent) {
     return false;
   for (int d = 0; d < p.nd; ++d)
     if (a.in_sp[d] != a.acc_sp[d]) return false;
-  // A large accumulator of planes stays in the caches only if the grid is coherent: planes in
-  // place, in the channel-last view or, for 16-bit types, in the workspace.
+  // Planes scattered over by a random grid: the accumulators of the items running at once must
+  // fit kItemCacheBytes; on a coherent grid any size (planes in place, in the channel-last view
+  // or, for 16-bit types, in the workspace).
   const int64_t acc_bytes = p.C * p.in_points() * compute_size(p);
-  if (!a.rows_acc && !coherent && acc_bytes > kSlabBytes) return false;
+  const int64_t at_once = std::min<int64_t>(threads, p.N);
+  if (!a.rows_acc && !coherent && acc_bytes > kItemCacheBytes / std::max<int64_t>(1, at_once))
+    return false;
   // FLOAT and DOUBLE rows in the workspace: only where they fit in L2 whatever the grid.
   return !(a.acc_in_workspace && !sixteen_bit(p) && acc_bytes > kSlabBytes);
 }
@@ -623,7 +634,7 @@ void run(const Problem& p, void* ws) {
     std::fputc('\n', stderr);
   };
   const Args b = item_args(p, a);
-  const bool item = item_backward(p, b, coherent);
+  const bool item = item_backward(p, b, coherent, threads);
   auto items = [&](bool packed, double cost) {
     say("item backward", cost);
     const int item_threads = int(std::min<int64_t>(threads, p.N));
