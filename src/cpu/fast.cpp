@@ -380,11 +380,11 @@ Args make_args(const Problem& p, void* ws, bool* coherent) {
   const bool may_change = rows_ok(p) || (backward_input_grad(p) && item_bytes > kSlabBytes);
   constexpr int64_t kRowsAheadBytes = int64_t(1) << 19;
   const bool rows_ahead_pay = item_bytes > kRowsAheadBytes;
-  // And for linear taps, which the kernels gather in pairs from a coherent grid's planes (NOTE
-  // [ Pair gathers ] in fast_kernels.cpp).
-  const bool linear = p.interp == Interp::Bilinear;
-  *coherent = (may_change || rows_ahead_pay || linear) && coherent_grid(p);
-  a.pair_gathers = linear && *coherent;
+  // And for linear and cubic taps, which the kernels gather in pairs from a coherent grid's
+  // planes (NOTE [ Pair gathers ] in fast_kernels.cpp).
+  const bool pairs = p.interp != Interp::Nearest;
+  *coherent = (may_change || rows_ahead_pay || pairs) && coherent_grid(p);
+  a.pair_gathers = pairs && *coherent;
   a.rows_ahead = rows_ahead_pay && *coherent;
   a.in_place = *coherent && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
                extent(p, p.input) >= 0 && (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);

@@ -313,8 +313,9 @@ HWY_INLINE hn::Vec<DF> GatherInput(DF df, const S* base, hn::Vec<DIOf<DF>> off) 
   }
 }
 
-// NOTE [ Pair gathers ]: a linear tap and its neighbour along x lie side by side in a plane, so
-// where every lane's second tap is at its first's offset + 1 (PairOk), FLOAT gathers both at once:
+// NOTE [ Pair gathers ]: a linear tap and its neighbour along x lie side by side in a plane (and
+// bicubic's first and second, third and fourth), so where every lane's second tap is at its
+// first's offset + 1 (PairOk), FLOAT gathers both at once:
 // two 64-bit gathers of N / 2 pairs, split into even and odd floats, in place of two gathers of N
 // floats. x86 gathers cost per element loaded (AMD Zen 5, in L1: 16 floats about 5.1 ns, 8 pairs
 // 2.2 ns with AVX-512; with AVX2, 8 floats 3.3 ns, 4 pairs 1.3 ns). Same values, same sums. Only
@@ -323,12 +324,20 @@ HWY_INLINE hn::Vec<DF> GatherInput(DF df, const S* base, hn::Vec<DIOf<DF>> off) 
 // 1.12 ms, 2D N = 4, C = 1 256^2 zeros 0.66 -> 0.70 ms), while coherent forwards gained (3D warp
 // C = 1 80 x 96 x 80 2.48 -> 2.04 ms, C = 4 64^3 3.07 -> 2.32 ms; 2D flow N = 2, C = 3 512^2
 // 2.72 -> 2.10 ms; 2D affine N = 8, C = 3 224^2 2.03 -> 1.67 ms) and their backwards' gridGrad
-// (3D warp C = 1 6.6 -> 5.6 ms, 3D affine C = 1 96^3 9.6 -> 8.3 ms).
-template <class DF>
-HWY_INLINE bool PairOk(DF, hn::Vec<DIOf<DF>> off0, hn::Vec<DIOf<DF>> off1) {
-  const DIOf<DF> di;
-  return sizeof(hn::TFromD<DF>) == 4 &&
-         hn::AllTrue(di, hn::Eq(off1, hn::Add(off0, hn::Set(di, 1))));
+// (3D warp C = 1 6.6 -> 5.6 ms, 3D affine C = 1 96^3 9.6 -> 8.3 ms). Bicubic: 2D warp N = 2,
+// C = 3 256^2 forward 2.48 -> 1.47 ms, 2D affine N = 4, C = 1 224^2 1.32 -> 1.02 ms.
+// Taps t, t + 1 (t even) of a row of NT taps along x: linear's two, bicubic's 0-1 and 2-3. The
+// pairs of every row have the same offset differences, those of the first row's (offsets `off`).
+template <int NT, class DF, class OffsetOf>
+HWY_INLINE bool PairOk(DF, OffsetOf off) {
+  if constexpr (NT == 1 || sizeof(hn::TFromD<DF>) != 4) {
+    return false;
+  } else {
+    const DIOf<DF> di;
+    auto m = hn::Eq(off(1), hn::Add(off(0), hn::Set(di, 1)));
+    if constexpr (NT == 4) m = hn::And(m, hn::Eq(off(3), hn::Add(off(2), hn::Set(di, 1))));
+    return hn::AllTrue(di, m);
+  }
 }
 
 // base[off] and base[off + 1] for every lane, where PairOk.
@@ -1132,7 +1141,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
       auto add = [&](int t, hn::Vec<DF> v) HWY_ATTR {
         acc = hn::IfThenElse(valid[t], hn::Add(acc, hn::Mul(w[t], v)), acc);
       };
-      if constexpr (decltype(pairs)::value) {
+      if constexpr (decltype(pairs)::value && NT != 1) {
         for (int t = 0; t < kTaps; t += 2) {
           hn::Vec<DF> v0, v1;
           GatherPair(df, in_c, off[t], &v0, &v1);
@@ -1180,7 +1189,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
                   w[t] = wt.v;
                   valid[t] = v.m;
                 });
-            if (NT == 2 && a.pair_gathers && PairOk(df, off[0], off[1]))
+            if (a.pair_gathers && PairOk<NT>(df, [&](int t) HWY_ATTR { return off[t]; }))
               gathers(std::true_type(), off, w, valid, fo, count);
             else
               gathers(std::false_type(), off, w, valid, fo, count);
@@ -1658,7 +1667,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   // sums are added in order. Taps t and t + 1 together where they are gathered as pairs (NOTE
   // [ Pair gathers ]).
   const bool pairs =
-      NT == 2 && a.pair_gathers && PairOk(df, hn::Load(di, tab.off[0]), hn::Load(di, tab.off[1]));
+      a.pair_gathers && PairOk<NT>(df, [&](int t) HWY_ATTR { return hn::Load(di, tab.off[t]); });
   auto taps = [&](auto step, auto&& dots) HWY_ATTR {
     constexpr int kStep = decltype(step)::value;
     for (int t = 0; t < kTaps; t += kStep) {
@@ -1676,10 +1685,10 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
     }
   };
   auto with_step = [&](auto&& dots) HWY_ATTR {
-    if (pairs)
-      taps(std::integral_constant<int, 2>(), dots);
-    else
-      taps(std::integral_constant<int, 1>(), dots);
+    if constexpr (NT != 1) {
+      if (pairs) return taps(std::integral_constant<int, 2>(), dots);
+    }
+    taps(std::integral_constant<int, 1>(), dots);
   };
   if (size_t(C) <= N) {
     // One product per partial sum, and partial sums i >= C are +0: (+0 + x0) + (+0 + x1) + ...
