@@ -92,13 +92,33 @@ int taps_per_point(const Problem& p) {
 // copy and rows of 4-7 channels on random grids (AVX-512, 1 thread, thread CPU time, rows ->
 // gathers: 2D N = 4, C = 4, 512 x 64 -> 1024 x 128 bilinear 7.6 -> 4.7 ms; 3D C = 4, 64^3 bilinear
 // 16.5 -> 9.8 ms; 2D DOUBLE N = 2, C = 4, 256^2 3.5 -> 2.3 ms), not of 8 or more (2D C = 16,
-// 256^2: 4.4 -> 8.4 ms; 3D C = 8, 64^3: 18.6 -> 22.7 ms).
+// 256^2: 4.4 -> 8.4 ms; 3D C = 8, 64^3: 18.6 -> 22.7 ms). A FLOAT/DOUBLE backward (since
+// 2026-12-03; AMD Zen 5, random grids, rows -> planes in place) also takes the planes
+// - where the updates are sparse: fewer than kRowsMinCForward per input point and channel, counted
+//   as taps * C (the copy into rows, the zeroing and the copy back cost every input point; the
+//   planes, C lines per tap). 1 thread: 3D affine C = 4 96 x 64 x 64 -> 16 x 32 x 24 3.46 ->
+//   0.47 ms, 2D N = 2, C = 16 256^2 -> 64^2 1.65 -> 1.01 ms, 3D C = 8 64^3 -> 24^3 3.9 -> 2.5
+//   ms; rows kept for 2D N = 2, C = 16 256^2 -> 100^2 (9.8 per input point): 2.8 -> 3.1 ms with
+//   planes;
+// - with 4-7 channels whose planes fit half of kItemCacheBytes, so that items on 2 threads keep
+//   them cached (NOTE [ Item backward ]). 2 threads: 2D N = 2, C = 4 256^2 1.70 -> 1.18 ms, 2D
+//   N = 4, C = 4 512 x 64 -> 1024 x 128 9.3 -> 6.0 ms; larger ones lost: 3D N = 2, C = 4 64^3
+//   17.2 -> 20.2 ms, DOUBLE C = 4 64^3 16.3 -> 17.8 ms.
 constexpr int64_t kRowsMinC = 4;
 constexpr int64_t kRowsMinCForward = 8;
 
+// The accumulators of the items of planes that one item backward runs at once keep in the
+// last-level cache (NOTE [ Item backward ]).
+constexpr int64_t kItemCacheBytes = int64_t(6) << 20;
+
 bool rows_ok(const Problem& p) {
-  const bool gathers_pay = p.op == Op::Forward && !sixteen_bit(p);
-  return p.C >= (gathers_pay ? kRowsMinCForward : kRowsMinC);
+  if (sixteen_bit(p)) return p.C >= kRowsMinC;
+  if (p.op == Op::Forward) return p.C >= kRowsMinCForward;
+  if (p.C < kRowsMinC) return false;
+  const double updates = double(p.out_points()) * double(taps_per_point(p)) * double(p.C);
+  if (updates < double(kRowsMinCForward) * double(p.in_points())) return false;
+  return p.C >= kRowsMinCForward ||
+         double(p.C) * double(p.in_points()) * double(compute_size(p)) > kItemCacheBytes / 2;
 }
 bool backward_input_grad(const Problem& p) { return p.op == Op::Backward && p.want_input_grad; }
 
@@ -472,8 +492,6 @@ int useful_threads(const Problem& p) {
 // AVX-512, 1 thread, listed slabs -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest,
 // channel-first: 0.85 -> 0.38 ms; affine N = 8, C = 1, 128 x 16 -> 64 x 256 nearest,
 // channel-last: 2.19 -> 0.77 ms; PyTorch 2.15: 0.43 and 1.25 ms).
-constexpr int64_t kItemCacheBytes = int64_t(6) << 20;
-
 bool item_backward(const Problem& p, const Args& a, bool coherent, int threads) {
   if (!backward_input_grad(p)) return false;
   // An accumulator in the workspace pairs with input rows (or an input nothing reads), one in the
