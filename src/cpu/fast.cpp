@@ -94,9 +94,9 @@ int taps_per_point(const Problem& p) {
 // 16.5 -> 9.8 ms; 2D DOUBLE N = 2, C = 4, 256^2 3.5 -> 2.3 ms), not of 8 or more (2D C = 16,
 // 256^2: 4.4 -> 8.4 ms; 3D C = 8, 64^3: 18.6 -> 22.7 ms). A FLOAT/DOUBLE backward (since
 // 2026-12-03; AMD Zen 5, random grids, rows -> planes in place) also takes the planes
-// - where the updates are sparse: fewer than kRowsMinCForward per input point and channel, counted
-//   as taps * C (the copy into rows, the zeroing and the copy back cost every input point; the
-//   planes, C lines per tap). 1 thread: 3D affine C = 4 96 x 64 x 64 -> 16 x 32 x 24 3.46 ->
+// - where the updates are sparse: fewer than kRowsMinCForward per input point, counted as taps *
+//   C (the copy into rows, the zeroing and the copy back cost every input point; the planes, C
+//   lines per tap). 1 thread: 3D affine C = 4 96 x 64 x 64 -> 16 x 32 x 24 3.46 ->
 //   0.47 ms, 2D N = 2, C = 16 256^2 -> 64^2 1.65 -> 1.01 ms, 3D C = 8 64^3 -> 24^3 3.9 -> 2.5
 //   ms; rows kept for 2D N = 2, C = 16 256^2 -> 100^2 (9.8 per input point): 2.8 -> 3.1 ms with
 //   planes;
@@ -107,8 +107,8 @@ int taps_per_point(const Problem& p) {
 constexpr int64_t kRowsMinC = 4;
 constexpr int64_t kRowsMinCForward = 8;
 
-// The accumulators of the items of planes that one item backward runs at once keep in the
-// last-level cache (NOTE [ Item backward ]).
+// The bytes of planes that the items running at once may scatter their updates over and still
+// find in the last-level cache (NOTE [ Item backward ]).
 constexpr int64_t kItemCacheBytes = int64_t(6) << 20;
 
 bool rows_ok(const Problem& p) {
