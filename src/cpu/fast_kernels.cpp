@@ -330,8 +330,10 @@ HWY_INLINE hn::Vec<DF> GatherInput(DF df, const S* base, hn::Vec<DIOf<DF>> off) 
 // two on any grid, random ones included (1 thread: channel-last 3D warp C = 3 46 x 55 x 46 ->
 // 91 x 109 x 91 8.6 -> 7.4 ms, 2D warp N = 2, C = 2 32 x 128 0.039 -> 0.030 ms; random 3D C = 3
 // 64^3 3.09 -> 2.78 ms, random 2D N = 2, C = 4 256^2 1.10 -> 0.84 ms).
-// Taps t, t + 1 (t even) of a row of NT taps along x: linear's two, bicubic's 0-1 and 2-3. The
-// pairs of every row have the same offset differences, those of the first row's (offsets `off`).
+
+// Whether taps t, t + 1 (t even) of every row of NT taps along x lie side by side in every lane:
+// linear's two, bicubic's 0-1 and 2-3. Every row's pairs have the offset differences of the first
+// row's (offsets `off`).
 template <int NT, class DF, class OffsetOf>
 HWY_INLINE bool PairOk(DF, OffsetOf off) {
   if constexpr (NT == 1 || sizeof(hn::TFromD<DF>) != 4) {
@@ -1133,10 +1135,10 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   // Per channel: the taps' values gathered and summed, in cpu:ref's order.
   const int64_t C = p.C, in_c_stride = a.in_c, os1 = p.out.stride[1], inner = a.inner_feat;
   const RowsAhead ra = RowsAheadOf<SI>(a, in_c_stride, a.in_sp[0], N);
-  // With `pairs`, taps t and t + 1 are gathered together (NOTE [ Pair gathers ]).
   // Channels c and c + 1 of channel-last rows side by side: gathered as pairs whatever the grid
   // (NOTE [ Pair gathers ]).
   const bool channel_pairs = std::is_same_v<SI, float> && in_c_stride == 1 && C >= 2;
+  // With `pairs`, taps t and t + 1 are gathered together (NOTE [ Pair gathers ]).
   auto gathers = [&](auto pairs, const hn::Vec<DIOf<DF>>* off, const hn::Vec<DF>* w,
                      const hn::Mask<DF>* valid, int64_t fo, size_t count) HWY_ATTR {
     int64_t c = 0;
