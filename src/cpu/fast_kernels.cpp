@@ -1072,7 +1072,7 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
   const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
   const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
   constexpr int kAhead = 2;
-  PointVector<DF, D, NT> ring[kAhead + 1];
+  PointVector<DF, D, NT> ring[kAhead + 1] = {};  // (initialized only to quiet GCC's flow analysis)
   auto fill = [&](PointVector<DF, D, NT>& q, size_t count, int64_t go, int64_t fo, int64_t ggo)
                   HWY_ATTR {
                     Lanes<DF> g[D];
