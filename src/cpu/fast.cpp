@@ -568,11 +568,19 @@ double direct_cost(const Problem& p, const Args& a) {
 // once more, and each slab it adds to builds all its taps. Only for planes:
 // rows of channels parallelise better in slabs (1 thread item -> 2 threads slabs, backward:
 // random 3D C = 4 32^3 2.31 -> 1.79 ms, random 2D C = 16 64^2 -> 128^2 1.88 -> 1.21 ms). Planes,
-// 1 thread item vs 2 threads slabs, (scan/entries): 3D warp C = 1 24^3 0.27 vs 0.50 ms (2.43,
-// listed), 48^3 1.51 vs 1.78 ms (1.58), C = 2 40 x 48 x 40 1.90 vs 2.26 ms (1.54), 64^3 4.54 vs
-// 3.65 ms (1.22); random 3D C = 1 64^3 7.5 vs 8.6 ms (3.83); 2D flow C = 1 256^2 0.66 vs 0.45
-// ms (1.17); random 2D C = 1 256^2 0.70 vs 1.29 ms (3.96).
-constexpr double kSlabPoint = 1.4;
+// N = 1, one item vs slabs on 2 threads (best of 7 interleaved rounds, scan/entries): on the
+// Intel Xeon of 2026-11, 3D warp C = 1 24^3 0.27 vs 0.50 ms (2.43, listed), 48^3 1.51 vs 1.78 ms
+// (1.58), C = 2 40 x 48 x 40 1.90 vs 2.26 ms (1.54), 64^3 4.54 vs 3.65 ms (1.22), which set
+// kSlabPoint to 1.4; on AMD Zen 5 (2026-12-03) the direct slabs won wherever they apply: 3D warp
+// C = 1 24^3 0.155 vs 0.227 ms (2.43, listed), 32^3 0.354 vs 0.283 ms (1.60), 48^3 1.17 vs 0.93
+// ms (1.58), C = 2 48^3 1.84 vs 1.37 ms (1.58), 64^3 2.97 vs 1.85 ms (1.22), nearest 48^3 0.38 vs
+// 0.41 ms (1.74); 3D affine C = 1 48^3 1.05 vs 0.71 ms (1.33); 2D warp C = 2 128^2 0.138 vs 0.099
+// ms (1.68), C = 1 512^2 1.58 vs 1.03 ms (1.04); 2D affine C = 3 224^2 0.51 vs 0.51 ms (2.06);
+// random 3D C = 1 32^3 0.41 vs 0.52 ms (3.92), 64^3 4.4 vs 3.9 ms (4.14); random 2D C = 1 256^2
+// 0.56 vs 0.67 ms (4.34). With kSlabPoint = 1, 2 threads take the direct slabs for N = 1 and
+// the item where the slabs would be listed (scan/entries above kMaxDirectCost); N = 3 stays
+// with the items (3D warp C = 1 48^3: 2.43 vs 2.91 ms).
+constexpr double kSlabPoint = 1.0;
 
 bool items_pay(const Problem& p, const Args& a, int threads, double cost) {
   if (a.rows_acc) return false;
