@@ -579,8 +579,13 @@ double direct_cost(const Problem& p, const Args& a, int64_t every = 1) {
 // random 3D C = 1 32^3 0.41 vs 0.52 ms (3.92), 64^3 4.4 vs 3.9 ms (4.14); random 2D C = 1 256^2
 // 0.56 vs 0.67 ms (4.34). With kSlabPoint = 1, 2 threads take the direct slabs for N = 1 and
 // the item where the slabs would be listed (scan/entries above kMaxDirectCost); N = 3 stays
-// with the items (3D warp C = 1 48^3: 2.43 vs 2.91 ms).
+// with the items (3D warp C = 1 48^3: 2.43 vs 2.91 ms). Nearest's one tap leaves the slabs'
+// own work per point a larger share (the same, 2 threads: 3D warp C = 1 48^3 0.29 vs 0.37 ms
+// (1.74), C = 4 48^3 zeros 0.45 vs 0.56 ms (1.81), C = 1 64^3 0.71 vs 0.69 ms (1.28); 3D affine
+// C = 1 96^3 2.40 vs 1.93 ms (1.17); 2D warp C = 1 512^2 0.62 vs 0.48 ms (1.05)):
+// kSlabPointNearest.
 constexpr double kSlabPoint = 1.0;
+constexpr double kSlabPointNearest = 1.4;
 
 bool items_may_pay(const Problem& p, const Args& a) {
   if (a.rows_acc) return false;
@@ -590,7 +595,8 @@ bool items_may_pay(const Problem& p, const Args& a) {
   return a.in_place || p.C * p.in_points() * compute_size(p) <= kSlabBytes;
 }
 bool items_pay(const Problem& p, int threads, double cost) {
-  return double(ceil_div(p.N, threads) * threads) <= kSlabPoint * cost * double(p.N);
+  const double slab_point = p.interp == Interp::Nearest ? kSlabPointNearest : kSlabPoint;
+  return double(ceil_div(p.N, threads) * threads) <= slab_point * cost * double(p.N);
 }
 
 // NOTE [ Cost sample ]: where the items might pay (items_may_pay), a grid that coherent_grid's
