@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "core/dtype.h"
@@ -364,8 +365,8 @@ void row_strides(const Args& a, int nd, int64_t inner, int64_t* sp) {
 }
 
 // `coherent`: whether the grid is coherent (NOTE [ Coherent grids ]), sampled only where a path
-// or a prefetch depends on it.
-Args make_args(const Problem& p, void* ws, bool* coherent) {
+// or a prefetch depends on it (empty where not sampled).
+Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   Args a;
   a.p = &p;
   const int D = p.nd;
@@ -403,10 +404,11 @@ Args make_args(const Problem& p, void* ws, bool* coherent) {
   // And for linear and cubic taps, which the kernels gather in pairs from a coherent grid's
   // planes (NOTE [ Pair gathers ] in fast_kernels.cpp).
   const bool pairs = p.interp != Interp::Nearest;
-  *coherent = (may_change || rows_ahead_pay || pairs) && coherent_grid(p);
-  a.pair_gathers = pairs && *coherent;
-  a.rows_ahead = rows_ahead_pay && *coherent;
-  a.in_place = *coherent && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
+  if (may_change || rows_ahead_pay || pairs) *coherent = coherent_grid(p);
+  const bool is_coherent = coherent->value_or(false);
+  a.pair_gathers = pairs && is_coherent;
+  a.rows_ahead = rows_ahead_pay && is_coherent;
+  a.in_place = is_coherent && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
                extent(p, p.input) >= 0 && (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;
   a.in_packed = pack_input(p) && !gathers;
@@ -636,8 +638,9 @@ void bin_positions(const Args& a, int64_t n) {
 }
 
 void run(const Problem& p, void* ws) {
-  bool coherent = false;
-  const Args a = make_args(p, ws, &coherent);
+  std::optional<bool> probed;
+  const Args a = make_args(p, ws, &probed);
+  const bool coherent = probed.value_or(false);
   const Kernels k = dispatch_dtype(
       p.dtype, [&](auto s) { return fast::select_kernels<decltype(s)>(p.nd, p.interp); });
   const int threads = useful_threads(p);
@@ -695,7 +698,7 @@ void run(const Problem& p, void* ws) {
   // slabs. gridGrad over points runs beside the slabs, with which it shares nothing.
   const int64_t bins = backward_input_grad(p) ? p.N * a.bin_chunks : 0;
   const bool sample = item && bins > 0 && items_may_pay(p, a);  // NOTE [ Cost sample ]
-  if (sample && items_pay(p, threads, kMaxDirectCost) && !coherent && !coherent_grid(p))
+  if (sample && items_pay(p, threads, kMaxDirectCost) && !(probed ? *probed : coherent_grid(p)))
     return items(false, -1);
   const int64_t sampled = ceil_div(a.bin_chunks, kCostSample);  // per item
   const int64_t first = sample ? p.N * sampled : bins;
