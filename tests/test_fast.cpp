@@ -89,6 +89,7 @@ struct Case {
   bool flip = false;         // strided only: the input's outermost spatial dim runs backwards
   bool rows_padded = false;  // strided only: the two innermost dims contiguous, the others padded
   bool coherent = false;     // a warped identity grid instead of random values
+  double amp = 0.7;          // coherent only: the displacement's amplitude in input voxels
   uint64_t seed = 1;
 
   std::string name() const {
@@ -164,8 +165,8 @@ Inputs make_inputs(const Case& c) {
   fill(in.go, -2, 2);
   const double inf = std::numeric_limits<double>::infinity();
   if (c.coherent) {
-    // The identity plus a smooth displacement of up to 0.7 input voxels per axis, and a few
-    // points that sample nothing (NaN, Inf, huge): a registration field's grid.
+    // The identity plus a smooth displacement of up to `amp` (0.7) input voxels per axis, and a
+    // few points that sample nothing (NaN, Inf, huge): a registration field's grid.
     std::vector<double> g(size_t(in.g.numel()));
     int64_t pts = 1;
     for (int64_t s : c.out) pts *= s;
@@ -182,7 +183,7 @@ Inputs make_inputs(const Case& c) {
       for (int a = 0; a < c.nd; ++a) {
         const int64_t si = c.in[size_t(c.nd - 1 - a)], so = c.out[size_t(c.nd - 1 - a)];
         double u = (double(idx[a]) + 0.5) * double(si) / double(so) - 0.5;
-        u += 0.7 * std::sin(6.28318 * phase + a);
+        u += c.amp * std::sin(6.28318 * phase + a);
         const double v =
             c.m.align ? (si > 1 ? 2 * u / double(si - 1) - 1 : 0) : (2 * u + 1) / double(si) - 1;
         g[size_t(i * c.nd + a)] = round_to(c.dt, v);
@@ -479,6 +480,43 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       set_threads(8);
     }
   }
+  set_threads(saved);
+}
+
+// NOTE [ Window updates ] (src/cpu/fast_kernels.cpp): the backward's updates of channel planes
+// as vectors over segments of points that step forward through memory. Rows of 100 and 40 input
+// elements (windows of 2N fit, or not), outputs as wide (steps of 1), narrower (steps of 1 to
+// 2) and wider (repeated taps: short segments), displacements that keep a vector's rows or cross
+// them, every mode, FLOAT and DOUBLE (and BF16's FLOAT accumulator), one and three channels;
+// 1 thread (one item) and 3 (slabs, whose edges cut rows): inputGrad bit-identical to cpu:ref.
+TEST(FastWindow, UpdatesMatchReference) {
+  const int saved = set_threads(1);
+  uint64_t seed = 900;
+  for (int nd : {2, 3})
+    for (int64_t interp : {0, 1, 2})
+      for (int64_t padding : {0, 1, 2})
+        for (int64_t w_out : {100, 64, 150}) {
+          Case c;
+          c.nd = nd;
+          c.seed = seed++;
+          c.C = c.seed % 3 == 0 ? 3 : 1;
+          c.dt = c.seed % 4 == 0 ? ACL_DOUBLE : c.seed % 4 == 1 ? ACL_BF16 : ACL_FLOAT;
+          c.in = nd == 3 ? std::vector<int64_t>{6, 9, 100} : std::vector<int64_t>{30, 100};
+          c.out = nd == 3 ? std::vector<int64_t>{5, 8, w_out} : std::vector<int64_t>{24, w_out};
+          if (c.seed % 5 == 0) c.in.back() = 40;
+          c.m = {interp, padding, c.seed % 2 == 0};
+          c.coherent = true;
+          c.amp = c.seed % 3 == 1 ? 0.7 : 0.05;
+          SCOPED_TRACE(c.name());
+          const Inputs in = make_inputs(c);
+          const Outputs ref = run(c, in, "cpu:ref");
+          for (int threads : {1, 3}) {
+            SCOPED_TRACE("threads " + std::to_string(threads));
+            set_threads(threads);
+            expect_same_as_ref(c, in, run(c, in, "cpu:fast"), ref);
+          }
+          set_threads(1);
+        }
   set_threads(saved);
 }
 
