@@ -329,7 +329,12 @@ HWY_INLINE hn::Vec<DF> GatherInput(DF df, const S* base, hn::Vec<DIOf<DF>> off) 
 // Channel-last rows hold a tap's channels side by side: the forward's gathers take them two by
 // two on any grid, random ones included (1 thread: channel-last 3D warp C = 3 46 x 55 x 46 ->
 // 91 x 109 x 91 8.6 -> 7.4 ms, 2D warp N = 2, C = 2 32 x 128 0.039 -> 0.030 ms; random 3D C = 3
-// 64^3 3.09 -> 2.78 ms, random 2D N = 2, C = 4 256^2 1.10 -> 0.84 ms).
+// 64^3 3.09 -> 2.78 ms, random 2D N = 2, C = 4 256^2 1.10 -> 0.84 ms), and so do the backward's
+// gridGrad sums over fewer channels than a vector, which add channel c + 1 right after c as
+// before (1 thread, best of 5-9 interleaved rounds: channel-last 3D warp C = 3 46 x 55 x 46 ->
+// 91 x 109 x 91 backward 38.0 -> 35.5 ms, 2D warp N = 2, C = 3 512^2 12.3 -> 11.3 ms, C = 2
+// 256^2 1.72 -> 1.55 ms; random 3D C = 3 64^3 17.4 -> 16.2 ms; random 2D N = 2, C = 4 256^2
+// unchanged).
 
 // Whether taps t, t + 1 (t even) of every row of NT taps along x lie side by side in every lane:
 // linear's two, bicubic's 0-1 and 2-3. Every row's pairs have the offset differences of the first
@@ -1692,6 +1697,9 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   // [ Pair gathers ]).
   const bool pairs =
       a.pair_gathers && PairOk<NT>(df, [&](int t) HWY_ATTR { return hn::Load(di, tab.off[t]); });
+  // Channels c and c + 1 of channel-last rows side by side, one tap at a time: gathered as pairs
+  // whatever the grid, as in the forward (NOTE [ Pair gathers ]).
+  const bool channel_pairs = std::is_same_v<SI, float> && a.in_c == 1 && C >= 2;
   auto taps = [&](auto step, auto&& dots) HWY_ATTR {
     constexpr int kStep = decltype(step)::value;
     for (int t = 0; t < kTaps; t += kStep) {
@@ -1703,8 +1711,11 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
         else
           v[0] = GatherInput(df, in + c * a.in_c, off);
       };
+      // Tap t's values in channels c and c + 1 (channel_pairs).
+      auto channels = [&](int64_t c, hn::Vec<DF>* v)
+                          HWY_ATTR { GatherPair(df, in + c, off, &v[0], &v[1]); };
       hn::Vec<DF> dot[kStep];
-      dots(step, values, dot);
+      dots(step, values, channels, dot);
       for (int i = 0; i < kStep; ++i) accumulate(t + i, dot[i]);
     }
   };
@@ -1720,10 +1731,19 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
     // nothing). The gradOutput vectors are loaded once for all taps.
     hn::Vec<DF> gov[kN];
     for (int64_t c = 0; c < C; ++c) gov[c] = go(c);
-    with_step([&](auto step, auto&& values, hn::Vec<DF>* dot) HWY_ATTR {
+    with_step([&](auto step, auto&& values, auto&& channels, hn::Vec<DF>* dot) HWY_ATTR {
       constexpr int kStep = decltype(step)::value;
       for (int k = 0; k < kStep; ++k) dot[k] = hn::Zero(df);
-      for (int64_t c = 0; c < C; ++c) {
+      int64_t c = 0;
+      if constexpr (kStep == 1) {
+        for (; channel_pairs && c + 1 < C; c += 2) {
+          hn::Vec<DF> v[2];
+          channels(c, v);
+          dot[0] = hn::Add(dot[0], hn::Mul(v[0], gov[c]));
+          dot[0] = hn::Add(dot[0], hn::Mul(v[1], gov[c + 1]));
+        }
+      }
+      for (; c < C; ++c) {
         hn::Vec<DF> v[kStep];
         values(c, v);
         for (int k = 0; k < kStep; ++k) dot[k] = hn::Add(dot[k], hn::Mul(v[k], gov[c]));
@@ -1732,7 +1752,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
     return;
   }
   const size_t tail = size_t(C) % N;
-  with_step([&](auto step, auto&& values, hn::Vec<DF>* dot) HWY_ATTR {
+  with_step([&](auto step, auto&& values, auto&&, hn::Vec<DF>* dot) HWY_ATTR {
     constexpr int kStep = decltype(step)::value;
     hn::Vec<DF> part[kStep][kN];
     for (int k = 0; k < kStep; ++k)
