@@ -214,6 +214,33 @@ HWY_INLINE hn::Vec<DF> Gather(DF df, const hn::TFromD<DF>* base, hn::Vec<DIOf<DF
   return hn::GatherIndex(df, base, off);
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// NOTE [ Strided loads ]: base[i * s] for the 16 lanes i of a FLOAT vector and a stride s of 2 to
+// 4 (a channel of channel-last rows of 2 to 4 channels, as gradOutput's in the backward), from the
+// 15 s + 1 elements they span: s loads, the last masked to the elements needed, and one or two
+// two-table permutes (whose indices i * s take their low 5 bits), in place of a 16-lane gather.
+// The same values: only where the item backward's gridGrad reads gradOutput (1 thread, best of 7
+// interleaved rounds, backward: channel-last 2D warp N = 2, C = 3 512^2 12.0 -> 10.3 ms, C = 2
+// 256^2 1.61 -> 1.46 ms, random 2D N = 2, C = 4 256^2 7.1 -> 5.5 ms, random 3D C = 3 64^3 18.0
+// -> 14.6 ms, 3D warp C = 3 46 x 55 x 46 -> 91 x 109 x 91 36.3 -> 33.7 ms). Where the item and
+// the slabs stage gradOutput, and in AddTaps' loads of it, the 3D warp lost instead (0.92-0.97).
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadStrided(DF, const float* base, int s) {
+  const __m512i idx = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(s));
+  const __mmask16 last = __mmask16((1u << (17 - s)) - 1);  // up to element 15 s
+  const __m512 v0 = _mm512_loadu_ps(base);
+  if (s == 2)
+    return hn::Vec<DF>{_mm512_permutex2var_ps(v0, idx, _mm512_maskz_loadu_ps(last, base + 16))};
+  const __m512 v1 = _mm512_loadu_ps(base + 16);
+  const __m512 v2 = _mm512_maskz_loadu_ps(s == 3 ? last : __mmask16(0xFFFF), base + 32);
+  const __m512 v3 = s == 3 ? v2 : _mm512_maskz_loadu_ps(last, base + 48);
+  const __mmask16 upper = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(32));
+  return hn::Vec<DF>{_mm512_mask_blend_ps(upper, _mm512_permutex2var_ps(v0, idx, v1),
+                                          _mm512_permutex2var_ps(v2, idx, v3))};
+}
+#endif
+
 // base[i * stride] for i < count, as T; lanes at and beyond count are 0.
 template <class DF, class S>
 HWY_INLINE hn::Vec<DF> LoadPoints(DF df, const S* base, int64_t stride, size_t count) {
@@ -247,6 +274,18 @@ HWY_INLINE hn::Vec<DF> LoadPoints(DF df, const S* base, int64_t stride, size_t c
     for (size_t i = 0; i < count; ++i) buf[i] = base[int64_t(i) * stride];
     return hn::Load(df, buf);
   }
+}
+
+// LoadPoints, with NOTE [ Strided loads ] for a channel of channel-last FLOAT rows of 2 to 4
+// channels.
+template <class DF, class S>
+HWY_INLINE hn::Vec<DF> LoadChannel(DF df, const S* base, int64_t stride, size_t count) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<S, float> && hn::MaxLanes(df) == 16) {
+    if (count == 16 && stride >= 2 && stride <= 4) return LoadStrided(df, base, int(stride));
+  }
+#endif
+  return LoadPoints(df, base, stride, count);
 }
 
 // Prefetches `bytes` bytes from `ahead` bytes past each of `planes` planes at base + c * stride
@@ -1789,7 +1828,7 @@ HWY_INLINE void GridGradVector(const Args& a, const SI* in, const S* gout, S* gg
   hn::Vec<DF> gacc[D];
   GridGradSums<DF, SI, D, NT>(
       df, a, in, q.tab,
-      [&](int64_t c) HWY_ATTR { return LoadPoints(df, go + c * os1, a.inner_feat, count); },
+      [&](int64_t c) HWY_ATTR { return LoadChannel(df, go + c * os1, a.inner_feat, count); },
       [&](size_t j) HWY_ATTR -> const T* {
         if constexpr (std::is_same_v<S, T>) {
           if (os1 == 1) return go + int64_t(j < count ? j : 0) * a.inner_feat;
