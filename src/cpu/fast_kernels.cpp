@@ -223,7 +223,8 @@ HWY_INLINE hn::Vec<DF> Gather(DF df, const hn::TFromD<DF>* base, hn::Vec<DIOf<DF
 // interleaved rounds, backward: channel-last 2D warp N = 2, C = 3 512^2 12.0 -> 10.3 ms, C = 2
 // 256^2 1.61 -> 1.46 ms, random 2D N = 2, C = 4 256^2 7.1 -> 5.5 ms, random 3D C = 3 64^3 18.0
 // -> 14.6 ms, 3D warp C = 3 46 x 55 x 46 -> 91 x 109 x 91 36.3 -> 33.7 ms). Where the item and
-// the slabs stage gradOutput, and in AddTaps' loads of it, the 3D warp lost instead (0.92-0.97).
+// the slabs stage gradOutput, and in AddTaps' loads of it, the 3D warp lost (0.92-0.93; AddTaps'
+// loads alone 0.97-1.00).
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadStrided(DF, const float* base, int s) {
   const __m512i idx = _mm512_mullo_epi32(
