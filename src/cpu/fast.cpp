@@ -440,22 +440,44 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   return a;
 }
 
-// Output points per forward call: about 2^17 tap reads, so that calls are long enough to amortize
-// their start and short enough to balance. A multiple of 64 keeps vectors full.
-int64_t points_per_call(const Problem& p) {
+// NOTE [ Small problems ]
+// A parallel region costs a few microseconds, so a small problem runs on the calling thread; but
+// two threads already pay on problems of ten microseconds (AMD Zen 5, 2 threads, best of 5
+// interleaved rounds, before -> after: 2D warp N = 1, C = 1 64^2 bilinear forward 9.1 -> 5.4 us,
+// 128^2 nearest 14.9 -> 8.2 us; 3D warp C = 1 16^3 15.3 -> 8.4 us, 24^3 45 -> 24 us; 2D warp
+// N = 4, C = 1 32 x 100 backward 56 -> 30 us; 2D affine N = 2, C = 1 100^2 nearest backward 38
+// -> 20 us). useful_threads wakes one thread per 2^13 units of work: a tap read per channel, plus
+// kPointWork per point for its coordinates and taps (which nearest's one tap leaves the larger
+// part); and a forward cuts its points into at least two calls per thread. Problems under that
+// (2D 32^2 bilinear, 3 us) stay on the calling thread, where no join can wait for a thread that
+// the scheduler has given away: on a machine whose other cores are busy, a join waits a time
+// slice (the p90 of a 2D 64^2 forward with another process spinning: 10 us on 1 thread, 15 ms
+// on 2), as for any problem run on several threads; gridsampleSetNumThreads(1) avoids it. One
+// exception: a backward of one item on several threads runs as slabs, which pay only on larger
+// problems (2D warp C = 1 32^2 5.6 -> 7.0 us, 64^2 19 -> 22 us with the rule above), so it keeps
+// the earlier rule, one thread per 2^15 tap reads. The work split never changes the bits (NOTE
+// [ Fast determinism ]).
+constexpr int64_t kPointWork = 4;
+
+// Output points per call over points: about 2^17 tap reads, so that calls are long enough to
+// amortize their start and short enough to balance; with several threads, at least two calls per
+// thread (NOTE [ Small problems ]). A multiple of 64 keeps vectors full.
+int64_t points_per_call(const Problem& p, int threads) {
   const int64_t work = std::max<int64_t>(1, p.C) * taps_per_point(p);
-  const int64_t pts = std::clamp<int64_t>((int64_t(1) << 17) / work, 64, 16384);
-  return ceil_div(pts, 64) * 64;
+  int64_t pts = std::clamp<int64_t>((int64_t(1) << 17) / work, 64, 16384);
+  if (threads > 1) pts = std::min(pts, ceil_div(p.N * p.out_points(), 2 * int64_t(threads)));
+  return ceil_div(std::max<int64_t>(pts, 1), 64) * 64;
 }
 
-// Threads worth waking for p: one per 2^15 tap reads (a few tens of microseconds of work), so
-// that small problems run on the calling thread and skip the cost of a parallel region.
+// Threads worth waking for p (NOTE [ Small problems ]).
 int useful_threads(const Problem& p) {
+  const bool one_item_backward = p.op == Op::Backward && p.N == 1;
+  const int64_t per_point =
+      std::max<int64_t>(1, p.C) * taps_per_point(p) + (one_item_backward ? 0 : kPointWork);
   int64_t work = 0;
-  const int64_t per_point = std::max<int64_t>(1, p.C) * taps_per_point(p);
   if (__builtin_mul_overflow(p.N * p.out_points(), per_point, &work)) return run_threads();
   if (p.op == Op::Backward) work += p.N * p.C * p.in_points() / 8;  // zeroing inputGrad
-  return int(std::clamp<int64_t>(work >> 15, 1, run_threads()));
+  return int(std::clamp<int64_t>(work >> (one_item_backward ? 15 : 13), 1, run_threads()));
 }
 
 // NOTE [ Item backward ]
@@ -647,7 +669,7 @@ void run(const Problem& p, void* ws) {
   const int64_t per_pack =
       ceil_div(std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, p.C)), 64) * 64;
   const int64_t in_packs = a.in_packed ? ceil_div(p.in_points(), per_pack) : 0;
-  const int64_t per_call = points_per_call(p);
+  const int64_t per_call = points_per_call(p, threads);
   const int64_t point_calls = ceil_div(a.points, per_call);
   auto pack = [&](int64_t i) {
     const int64_t n = i / in_packs, q0 = (i % in_packs) * per_pack;
