@@ -88,7 +88,8 @@ int taps_per_point(const Problem& p) {
 // into the inputGrad view slab by slab. Channel-last tensors are used in place. These choices
 // depend on the shapes, the dtype and the input's format tag only, so the workspace size does
 // too; a view whose strides do not match its tag still works, on slower loops.
-// A FLOAT/DOUBLE forward gathers from the planes with fewer than kRowsMinCForward channels: its
+// A FLOAT/DOUBLE forward gathers with fewer than kRowsMinCForward channels (from the planes, or
+// for FLOAT from rows two channels at a time: NOTE [ Pair rows ]): its
 // gathers keep their taps in registers (NOTE [ Lean gathers ] in fast_kernels.cpp) and beat the
 // copy and rows of 4-7 channels on random grids (AVX-512, 1 thread, thread CPU time, rows ->
 // gathers: 2D N = 4, C = 4, 512 x 64 -> 1024 x 128 bilinear 7.6 -> 4.7 ms; 3D C = 4, 64^3 bilinear
@@ -181,10 +182,24 @@ bool reads_input(const Problem& p) {
   return p.op == Op::Forward || (p.want_grid_grad && p.interp != Interp::Nearest);
 }
 
+// NOTE [ Pair rows ]
+// A FLOAT forward of 2 to kRowsMinCForward - 1 channels gathers from the planes (NOTE [ Channel
+// rows ]), one 16-lane gather per tap and channel; from rows of C channels, a tap's channels c and
+// c + 1 lie side by side, and one pair of 64-bit gathers reads both (NOTE [ Pair gathers ] in
+// fast_kernels.cpp), at about half the cost per element. So where the copy pays (pack_input) such
+// an input is copied into rows, and the forward gathers from them two channels at a time
+// (channel-last inputs already do: random 3D C = 4 64^3 forward, 1 thread, 3.9 ms channel-first,
+// 2.5 ms channel-last). A coherent grid keeps the planes (NOTE [ Coherent grids ]), whose taps it
+// gathers in pairs along x instead.
+bool pair_rows(const Problem& p) {
+  return p.op == Op::Forward && p.dtype == DType::Float32 && !p.channel_last && p.C >= 2 &&
+         p.C < kRowsMinCForward;
+}
+
 bool pack_input(const Problem& p) {
-  // Rows for a channel-first input with enough channels; any 16-bit input, which the copy also
-  // widens, so that gathers read FLOAT32 (there is no 16-bit gather).
-  if (!sixteen_bit(p) && (!rows_ok(p) || p.channel_last)) return false;
+  // Rows for a channel-first input with enough channels (or pair rows); any 16-bit input, which
+  // the copy also widens, so that gathers read FLOAT32 (there is no 16-bit gather).
+  if (!sixteen_bit(p) && !pair_rows(p) && (!rows_ok(p) || p.channel_last)) return false;
   if (!reads_input(p)) return false;
   // The copy streams the input twice (about 2 * C * 4 / 64 cache lines per point, once), while
   // a channel-first read costs C scattered lines: one row read per four input points pays. (One
@@ -200,6 +215,9 @@ bool pack_input(const Problem& p) {
   const bool cached = p.op == Op::Forward && !sixteen_bit(p) &&
                       p.C * p.in_points() * compute_size(p) <= kCachedInput;
   const int64_t reads = p.out_points() * taps_per_point(p);
+  // Pair rows save half of each gather, not C - 1 lines: two reads per input point, cached or not
+  // (1 thread, random 3D C = 4 64^3 -> 32^3, one read per point: 0.49 -> 0.53 ms with rows).
+  if (!rows_ok(p) && pair_rows(p)) return reads >= 2 * p.in_points();
   return reads * (cached ? 1 : 4) >= p.in_points() * (cached ? 2 : 1);
 }
 
@@ -394,11 +412,13 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   };
   // NOTE [ Coherent grids ]: the input and inputGrad planes read and updated in place (whose
   // offsets must fit).
-  // Sampled only where it changes a path: rows (4 channels or more), or an item backward's
+  // Sampled only where it changes a path: rows (4 channels or more) or pair rows (NOTE [ Pair
+  // rows ]), or an item backward's
   // accumulator too large for the caches on a random grid; or where it decides prefetches: NOTE
   // [ Rows ahead ] in fast_kernels.cpp, for inputs larger than 512 KiB.
   const int64_t item_bytes = p.C * p.in_points() * compute_size(p);
-  const bool may_change = rows_ok(p) || (backward_input_grad(p) && item_bytes > kSlabBytes);
+  const bool may_change =
+      rows_ok(p) || pair_rows(p) || (backward_input_grad(p) && item_bytes > kSlabBytes);
   constexpr int64_t kRowsAheadBytes = int64_t(1) << 19;
   const bool rows_ahead_pay = item_bytes > kRowsAheadBytes;
   // And for linear and cubic taps, which the kernels gather in pairs from a coherent grid's
@@ -684,7 +704,9 @@ void run(const Problem& p, void* ws) {
   if (p.op == Op::Forward) {
     if (verbose())  // NOTE [ Coherent grids ]
       std::fprintf(stderr, "gridsample: cpu:fast fwd %s: %s\n", p.str().c_str(),
-                   a.rows_fwd ? "channel rows" : "gathers");
+                   a.rows_fwd    ? "channel rows"
+                   : a.in_packed ? "gathers from channel rows"  // NOTE [ Pair rows ]
+                                 : "gathers");
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
 #pragma omp for schedule(dynamic, 1)
