@@ -189,8 +189,12 @@ bool reads_input(const Problem& p) {
 // fast_kernels.cpp), at about half the cost per element. So where the copy pays (pack_input) such
 // an input is copied into rows, and the forward gathers from them two channels at a time
 // (channel-last inputs already do: random 3D C = 4 64^3 forward, 1 thread, 3.9 ms channel-first,
-// 2.5 ms channel-last). A coherent grid keeps the planes (NOTE [ Coherent grids ]), whose taps it
-// gathers in pairs along x instead.
+// 2.5 ms channel-last). Bilinear and bicubic on a coherent grid keep the planes (NOTE [ Coherent
+// grids ]), whose taps they gather in pairs along x instead; nearest, which has no such pairs,
+// takes the rows there too (1 thread: 2D affine C = 2 100^2 -> 100 x 256 forward 49 -> 35 us,
+// 2D warp N = 2, C = 2 128^2 -> 256^2 237 -> 148 us). With one read per input point the copy
+// does not pay (3D C = 4 64^3 -> 32^3 bilinear 0.49 -> 0.53 ms, 2D affine N = 2, C = 3 224^2
+// nearest 0.23 -> 0.27 ms), hence two.
 bool pair_rows(const Problem& p) {
   return p.op == Op::Forward && p.dtype == DType::Float32 && !p.channel_last && p.C >= 2 &&
          p.C < kRowsMinCForward;
@@ -216,7 +220,7 @@ bool pack_input(const Problem& p) {
                       p.C * p.in_points() * compute_size(p) <= kCachedInput;
   const int64_t reads = p.out_points() * taps_per_point(p);
   // Pair rows save half of each gather, not C - 1 lines: two reads per input point, cached or not
-  // (1 thread, random 3D C = 4 64^3 -> 32^3, one read per point: 0.49 -> 0.53 ms with rows).
+  // (NOTE [ Pair rows ]).
   if (!rows_ok(p) && pair_rows(p)) return reads >= 2 * p.in_points();
   return reads * (cached ? 1 : 4) >= p.in_points() * (cached ? 2 : 1);
 }
@@ -417,8 +421,8 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   // accumulator too large for the caches on a random grid; or where it decides prefetches: NOTE
   // [ Rows ahead ] in fast_kernels.cpp, for inputs larger than 512 KiB.
   const int64_t item_bytes = p.C * p.in_points() * compute_size(p);
-  const bool may_change =
-      rows_ok(p) || pair_rows(p) || (backward_input_grad(p) && item_bytes > kSlabBytes);
+  const bool may_change = rows_ok(p) || (pair_rows(p) && p.interp != Interp::Nearest) ||
+                          (backward_input_grad(p) && item_bytes > kSlabBytes);
   constexpr int64_t kRowsAheadBytes = int64_t(1) << 19;
   const bool rows_ahead_pay = item_bytes > kRowsAheadBytes;
   // And for linear and cubic taps, which the kernels gather in pairs from a coherent grid's
@@ -428,8 +432,11 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   const bool is_coherent = coherent->value_or(false);
   a.pair_gathers = pairs && is_coherent;
   a.rows_ahead = rows_ahead_pay && is_coherent;
+  // Nearest gathers no pairs along x from the planes, so its coherent grids take pair rows too.
+  const bool nearest_pair_rows = p.interp == Interp::Nearest && pair_rows(p) && pack_input(p);
   a.in_place = is_coherent && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
-               extent(p, p.input) >= 0 && (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
+               !nearest_pair_rows && extent(p, p.input) >= 0 &&
+               (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;
   a.in_packed = pack_input(p) && !gathers;
   char* in = nullptr;
