@@ -186,24 +186,29 @@ bool reads_input(const Problem& p) {
 // A FLOAT forward of 2 to kRowsMinCForward - 1 channels gathers from the planes (NOTE [ Channel
 // rows ]), one 16-lane gather per tap and channel; from rows of C channels, a tap's channels c and
 // c + 1 lie side by side, and one pair of 64-bit gathers reads both (NOTE [ Pair gathers ] in
-// fast_kernels.cpp), at about half the cost per element. So where the copy pays (pack_input) such
-// an input is copied into rows, and the forward gathers from them two channels at a time
-// (channel-last inputs already do: random 3D C = 4 64^3 forward, 1 thread, 3.9 ms channel-first,
-// 2.5 ms channel-last). Bilinear and bicubic on a coherent grid keep the planes (NOTE [ Coherent
-// grids ]), whose taps they gather in pairs along x instead; nearest, which has no such pairs,
-// takes the rows there too (1 thread: 2D affine C = 2 100^2 -> 100 x 256 forward 49 -> 35 us,
-// 2D warp N = 2, C = 2 128^2 -> 256^2 237 -> 148 us). With one read per input point the copy
-// does not pay (3D C = 4 64^3 -> 32^3 bilinear 0.49 -> 0.53 ms, 2D affine N = 2, C = 3 224^2
-// nearest 0.23 -> 0.27 ms), hence two.
+// fast_kernels.cpp), at about half the cost per element. So where the copy pays such an input is
+// copied into rows, and the forward gathers from them two channels at a time (channel-last inputs
+// already do: random 3D C = 4 64^3 forward, 1 thread, 3.9 ms channel-first, 2.5 ms
+// channel-last). Bilinear and bicubic on a coherent grid keep the planes (NOTE [ Coherent grids
+// ]), whose taps they gather in pairs along x instead; nearest, which has no such pairs, takes the
+// rows there too (1 thread: 2D affine C = 2 100^2 -> 100 x 256 forward 49 -> 35 us, 2D warp N =
+// 2, C = 2 128^2 -> 256^2 237 -> 148 us), and up to kCoherentRowsMinC - 1 channels, where rows of
+// 8-15 channels were read a row at a time (random 3D C = 12 32^3 -> 48^3 0.65 -> 0.46 ms) or, on
+// a coherent grid, planes gathered (2D affine N = 8, C = 8 256 x 32 -> 512 x 64 1.22 -> 1.00 ms;
+// bilinear on random grids was as often slower: 3D C = 8 32^3 -> 64^3 2.71 -> 2.84 ms). The copy
+// pays from two tap reads per input point, cached or not: with one it did not (3D C = 4 64^3 ->
+// 32^3 bilinear 0.49 -> 0.53 ms, 2D affine N = 2, C = 3 224^2 nearest 0.23 -> 0.27 ms).
 bool pair_rows(const Problem& p) {
-  return p.op == Op::Forward && p.dtype == DType::Float32 && !p.channel_last && p.C >= 2 &&
-         p.C < kRowsMinCForward;
+  if (p.op != Op::Forward || p.dtype != DType::Float32 || p.channel_last || p.C < 2) return false;
+  const int64_t max_c = p.interp == Interp::Nearest ? kCoherentRowsMinC : kRowsMinCForward;
+  return p.C < max_c && p.out_points() * taps_per_point(p) >= 2 * p.in_points();
 }
 
 bool pack_input(const Problem& p) {
-  // Rows for a channel-first input with enough channels (or pair rows); any 16-bit input, which
-  // the copy also widens, so that gathers read FLOAT32 (there is no 16-bit gather).
-  if (!sixteen_bit(p) && !pair_rows(p) && (!rows_ok(p) || p.channel_last)) return false;
+  if (pair_rows(p)) return true;
+  // Rows for a channel-first input with enough channels; any 16-bit input, which the copy also
+  // widens, so that gathers read FLOAT32 (there is no 16-bit gather).
+  if (!sixteen_bit(p) && (!rows_ok(p) || p.channel_last)) return false;
   if (!reads_input(p)) return false;
   // The copy streams the input twice (about 2 * C * 4 / 64 cache lines per point, once), while
   // a channel-first read costs C scattered lines: one row read per four input points pays. (One
@@ -219,9 +224,6 @@ bool pack_input(const Problem& p) {
   const bool cached = p.op == Op::Forward && !sixteen_bit(p) &&
                       p.C * p.in_points() * compute_size(p) <= kCachedInput;
   const int64_t reads = p.out_points() * taps_per_point(p);
-  // Pair rows save half of each gather, not C - 1 lines: two reads per input point, cached or not
-  // (NOTE [ Pair rows ]).
-  if (!rows_ok(p) && pair_rows(p)) return reads >= 2 * p.in_points();
   return reads * (cached ? 1 : 4) >= p.in_points() * (cached ? 2 : 1);
 }
 
@@ -433,7 +435,7 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   a.pair_gathers = pairs && is_coherent;
   a.rows_ahead = rows_ahead_pay && is_coherent;
   // Nearest gathers no pairs along x from the planes, so its coherent grids take pair rows too.
-  const bool nearest_pair_rows = p.interp == Interp::Nearest && pair_rows(p) && pack_input(p);
+  const bool nearest_pair_rows = p.interp == Interp::Nearest && pair_rows(p);
   a.in_place = is_coherent && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
                !nearest_pair_rows && extent(p, p.input) >= 0 &&
                (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
@@ -442,7 +444,7 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   char* in = nullptr;
   place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
   a.in = in;
-  a.rows_fwd = rows_ok(p) && a.in_c == 1 && !gathers;
+  a.rows_fwd = rows_ok(p) && !pair_rows(p) && a.in_c == 1 && !gathers;
   if (backward_input_grad(p)) {
     a.acc_in_workspace = acc_in_workspace(p) && !gathers;
     // Rows, or with few channels planes; but rows too when the input is (one tap table then
