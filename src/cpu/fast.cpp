@@ -201,6 +201,9 @@ bool reads_input(const Problem& p) {
 bool pair_rows(const Problem& p) {
   if (p.op != Op::Forward || p.dtype != DType::Float32 || p.channel_last || p.C < 2) return false;
   const int64_t max_c = p.interp == Interp::Nearest ? kCoherentRowsMinC : kRowsMinCForward;
+  // Rows whose offsets the vector index math holds (else the planes, which accepts() takes).
+  int64_t copy = 0;
+  if (__builtin_mul_overflow(p.C, p.in_points(), &copy) || copy > max_offset(p.dtype)) return false;
   return p.C < max_c && p.out_points() * taps_per_point(p) >= 2 * p.in_points();
 }
 
