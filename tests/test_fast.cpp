@@ -531,6 +531,39 @@ TEST(FastPairRows, ForwardMatchesReference) {
   set_threads(saved);
 }
 
+// NOTE [ Pair rows ] in the backward (src/cpu/fast.cpp): a FLOAT backward of 2 or 3 channels
+// with contiguous planes on a random grid, run as an item, reads gridGrad's input from rows of C
+// channels, with the planes' taps times C; strided planes and coherent grids keep the planes.
+// Bilinear and bicubic, 2D and 3D, 1 thread: inputGrad bit-identical to cpu:ref, gridGrad within
+// NOTE [ gridGrad tolerance ].
+TEST(FastPairRows, BackwardMatchesReference) {
+  const int saved = set_threads(1);
+  uint64_t seed = 800;
+  for (int nd : {2, 3})
+    for (int64_t interp : {0, 2})
+      for (int64_t C : {2, 3})
+        for (const char* kind : {"rows", "strided", "coherent"}) {
+          Case c;
+          c.nd = nd;
+          c.C = C;
+          c.in = nd == 3 ? std::vector<int64_t>{6, 9, 11} : std::vector<int64_t>{21, 23};
+          c.out = nd == 3 ? std::vector<int64_t>{10, 11, 12} : std::vector<int64_t>{30, 41};
+          c.m = {interp, int64_t(seed % 3), seed % 2 == 0};
+          const std::string what(kind);
+          c.strided = what == "strided";
+          c.coherent = what == "coherent";
+          c.seed = ++seed;
+          SCOPED_TRACE(c.name() + " " + what);
+          const Inputs in = make_inputs(c);
+          std::string log;
+          const Outputs fast = logged_run(c, in, &log);
+          EXPECT_EQ(log.find("gridGrad from channel rows") != std::string::npos, what == "rows")
+              << log;
+          expect_same_as_ref(c, in, fast, run(c, in, "cpu:ref"));
+        }
+  set_threads(saved);
+}
+
 // NOTE [ Window updates ] (src/cpu/fast_kernels.cpp): the backward's updates of channel planes
 // as vectors over segments of points that step forward through memory. Rows of 100 and 40 input
 // elements (windows of 2N fit, or not), outputs as wide (steps of 1), narrower (steps of 1 to

@@ -230,6 +230,27 @@ bool pack_input(const Problem& p) {
   return reads * (cached ? 1 : 4) >= p.in_points() * (cached ? 2 : 1);
 }
 
+// NOTE [ Pair rows ] in the backward: a FLOAT backward of 2 to kRowsMinC - 1 channels (planes,
+// rows_ok) on a random grid, run as items (NOTE [ Item backward ]), reads the input for gridGrad
+// one channel per gather; from a copy as rows it reads two. The item's tap table keeps the planes'
+// offsets, which rows of C channels over contiguous planes multiply by C, so its updates still go
+// to the inputGrad planes in place. Where the planes are contiguous and there are two tap reads
+// per input point, the workspace holds the rows; a random grid's items copy and read them.
+bool grad_pair_rows(const Problem& p) {
+  if (p.op != Op::Backward || !p.want_input_grad || !p.want_grid_grad ||
+      p.interp == Interp::Nearest || p.dtype != DType::Float32 || p.channel_last || p.C < 2 ||
+      p.C >= kRowsMinC || rows_ok(p))
+    return false;
+  int64_t plane = 1;  // contiguous planes: strides 1, W, W * H
+  for (int d = p.nd - 1; d >= 0; --d) {
+    if (p.in_size[d] > 1 && p.input.stride[2 + d] != plane) return false;
+    plane *= p.in_size[d];
+  }
+  int64_t copy = 0;
+  if (__builtin_mul_overflow(p.C, p.in_points(), &copy) || copy > max_offset(p.dtype)) return false;
+  return p.out_points() * taps_per_point(p) >= 2 * p.in_points();
+}
+
 // NOTE [ Fast inputGrad ]
 // FLOAT and DOUBLE accumulate in the inputGrad view itself when it is channel-last or has few
 // channels; otherwise inputGrad accumulates in the workspace in the compute type: as rows
@@ -325,7 +346,8 @@ bool layout(const Problem& p, WorkspaceLayout* w) {
     return !__builtin_add_overflow(total, n, &total);
   };
   const uint64_t N = uint64_t(p.N), C = uint64_t(p.C), ts = uint64_t(compute_size(p));
-  if (pack_input(p) && !part(&w->in, {N, C, uint64_t(p.in_points()), ts})) return false;
+  if ((pack_input(p) || grad_pair_rows(p)) && !part(&w->in, {N, C, uint64_t(p.in_points()), ts}))
+    return false;
   if (acc_in_workspace(p) && !part(&w->acc, {N, C, uint64_t(p.in_points()), ts})) return false;
   if (backward_input_grad(p)) {
     const Binning b = binning(p);
@@ -427,7 +449,7 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   // [ Rows ahead ] in fast_kernels.cpp, for inputs larger than 512 KiB.
   const int64_t item_bytes = p.C * p.in_points() * compute_size(p);
   const bool may_change = rows_ok(p) || (pair_rows(p) && p.interp != Interp::Nearest) ||
-                          (backward_input_grad(p) && item_bytes > kSlabBytes);
+                          grad_pair_rows(p) || (backward_input_grad(p) && item_bytes > kSlabBytes);
   constexpr int64_t kRowsAheadBytes = int64_t(1) << 19;
   const bool rows_ahead_pay = item_bytes > kRowsAheadBytes;
   // And for linear and cubic taps, which the kernels gather in pairs from a coherent grid's
@@ -443,6 +465,7 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
                !nearest_pair_rows && extent(p, p.input) >= 0 &&
                (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;
+  if (grad_pair_rows(p) && !is_coherent) a.grad_rows = base + w.in;
   a.in_packed = pack_input(p) && !gathers;
   char* in = nullptr;
   place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
@@ -737,13 +760,18 @@ void run(const Problem& p, void* ws) {
     std::fputc('\n', stderr);
   };
   const Args b = item_args(p, a);
+  Args grad_rows = a;  // where Pack writes the rows of NOTE [ Pair rows ] in the backward
+  grad_rows.in = a.grad_rows;
+  grad_rows.in_n = p.C * p.in_points();
   const bool item = item_backward(p, b, coherent, threads);
   auto items = [&](bool packed, double cost) {
-    say("item backward", cost);
+    say(b.grad_rows != nullptr ? "item backward, gridGrad from channel rows" : "item backward",
+        cost);
     const int item_threads = int(std::min<int64_t>(threads, p.N));
 #pragma omp parallel for num_threads(item_threads) if (item_threads > 1) schedule(dynamic, 1)
     for (int64_t n = 0; n < p.N; ++n) {
       if (a.in_packed && !packed) k.pack(a, n, 0, p.in_points());  // item n reads its own rows
+      if (b.grad_rows != nullptr) k.pack(grad_rows, n, 0, p.in_points());
       k.item(b, n);
     }
   };

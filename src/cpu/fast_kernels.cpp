@@ -1670,9 +1670,11 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
 // layout. It is the same sum as cpu:ref's with other roundings: within SPEC §1's bound of it
 // (NOTE [ gridGrad tolerance ] in tests/support.h), and fixed by the data and the vector width N
 // alone -- identical for any thread count and on every run, not across instruction sets.
+// `scale`: the input's offsets are the table's times scale (NOTE [ Pair rows ] in fast.cpp: rows
+// of C channels read with the taps of channel planes).
 template <class DF, class SI, int D, int NT, class GoLanes, class GoRow>
 HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<DF, D, NT>& tab,
-                             GoLanes go, GoRow go_row, hn::Vec<DF> gacc[D]) {
+                             GoLanes go, GoRow go_row, hn::Vec<DF> gacc[D], int scale = 1) {
   constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
   const DIOf<DF> di;
   const int64_t C = a.p->C;
@@ -1720,7 +1722,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
             hn::Vec<DF> gv[kV];
             for (int v = 0; v < kV; ++v) gv[v] = hn::LoadU(df, g + v * int64_t(N));
             for (int t = 0; t < kTaps; ++t) {
-              const T* row = in + tab.off[t][j];
+              const T* row = in + tab.off[t][j] * scale;
               auto p = hn::Add(hn::Zero(df), hn::Mul(hn::LoadU(df, row), gv[0]));
               for (int v = 1; v < kV; ++v)
                 p = hn::Add(p, hn::Mul(hn::LoadU(df, row + v * int64_t(N)), gv[v]));
@@ -1732,7 +1734,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
           for (size_t j = 0; j < N; ++j) {
             const T* g = go_rows ? go_row(j) + c0 : gtile[j];
             for (int t = 0; t < kTaps; ++t) {
-              const T* v = in + tab.off[t][j] + c0;
+              const T* v = in + tab.off[t][j] * scale + c0;
               auto p = c0 == 0 ? hn::Zero(df) : hn::Load(df, part[t][j]);
               for (int64_t c = 0; c < cc; c += int64_t(N)) {
                 const size_t cn = size_t(std::min<int64_t>(int64_t(N), cc - c));
@@ -1758,15 +1760,18 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   // where the last vector of a row is partial, the zero its missing lane adds; then the partial
   // sums are added in order. Taps t and t + 1 together where they are gathered as pairs (NOTE
   // [ Pair gathers ]).
-  const bool pairs =
-      a.pair_gathers && PairOk<NT>(df, [&](int t) HWY_ATTR { return hn::Load(di, tab.off[t]); });
+  const bool pairs = a.pair_gathers && scale == 1 &&
+                     PairOk<NT>(df, [&](int t) HWY_ATTR { return hn::Load(di, tab.off[t]); });
   // Channels c and c + 1 of channel-last rows side by side, one tap at a time: gathered as pairs
   // whatever the grid, as in the forward (NOTE [ Pair gathers ]).
   const bool channel_pairs = std::is_same_v<SI, float> && a.in_c == 1 && C >= 2;
   auto taps = [&](auto step, auto&& dots) HWY_ATTR {
     constexpr int kStep = decltype(step)::value;
     for (int t = 0; t < kTaps; t += kStep) {
-      const auto off = hn::Load(di, tab.off[t]);
+      auto off = hn::Load(di, tab.off[t]);
+      if constexpr (sizeof(TIOf<DF>) == 4) {
+        if (scale != 1) off = hn::Mul(off, hn::Set(di, scale));
+      }
       // The values of taps t, ..., t + kStep - 1 in channel c.
       auto values = [&](int64_t c, hn::Vec<DF>* v) HWY_ATTR {
         if constexpr (kStep == 2)
@@ -1840,7 +1845,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
 // item's start), each point computed alone (GridGradSums). SI: the element type of Args::in.
 template <class S, class SI, int D, int NT, class DF>
 HWY_INLINE void GridGradVector(const Args& a, const SI* in, const S* gout, S* gg,
-                               const PointVector<DF, D, NT>& q) {
+                               const PointVector<DF, D, NT>& q, int scale = 1) {
   using T = TOf<S>;
   const DF df;
   const DIOf<DF> di;
@@ -1859,7 +1864,7 @@ HWY_INLINE void GridGradVector(const Args& a, const SI* in, const S* gout, S* gg
         }
         return nullptr;
       },
-      gacc);
+      gacc, scale);
   const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
   for (int d = 0; d < D; ++d)
     gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
@@ -2437,10 +2442,20 @@ void Item(const Args& a, int64_t n) {
         p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
     alignas(64) T prod[kAddChannels][Table::kTaps][kMaxLanes<DF>] = {};
     alignas(64) TIOf<DF> all_valid[kMaxLanes<DF>];
+    // NOTE [ Pair rows ] in fast.cpp: gridGrad reads the input's copy as rows of C channels, two
+    // channels at a time, with the planes' taps times C.
+    Args rows = a;
+    rows.in_c = 1;
+    const S* in_rows = reinterpret_cast<const S*>(a.grad_rows) + n * p.C * p.in_points();
     PointPipeline<S, S, D, NT>(
         a, n, 0, a.points, gg != nullptr, TapsAhead<S>(a),
         [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
-          if (gg != nullptr) GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
+          if (gg != nullptr) {
+            if (a.grad_rows != nullptr)
+              GridGradVector<S, S, D, NT>(rows, in_rows, gout, gg, q, int(p.C));
+            else
+              GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
+          }
           AllValid(q.tab, all_valid);
           AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, all_valid, gout + q.fo, a.inner_feat,
                              p.out.stride[1], q.count, prod);

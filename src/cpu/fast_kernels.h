@@ -43,6 +43,9 @@ struct Args {
   // A coherent grid's taps and their x neighbours gathered as pairs (NOTE [ Pair gathers ] in
   // fast_kernels.cpp).
   bool pair_gathers = false;
+  // The item backward's gridGrad reads a copy of the input as rows of C channels here, [N, spatial,
+  // C], whose offsets are C times the planes' (NOTE [ Pair rows ] in fast.cpp); null if not.
+  const char* grad_rows = nullptr;
 
   // Backward: output points binned by slab of the outermost input dim (NOTE [ Slabs ] in
   // fast.cpp). Slab s covers outermost indices [s * slab_len, (s + 1) * slab_len).
