@@ -531,7 +531,7 @@ TEST(FastPairRows, ForwardMatchesReference) {
   set_threads(saved);
 }
 
-// NOTE [ Pair rows ] in the backward (src/cpu/fast.cpp): a FLOAT backward of 2 or 3 channels
+// NOTE [ Pair rows ] in the backward (src/cpu/fast.cpp): a FLOAT backward of 2 to 7 channels
 // with contiguous planes on a random grid, run as an item, reads gridGrad's input from rows of C
 // channels, with the planes' taps times C; strided planes and coherent grids keep the planes.
 // Bilinear and bicubic, 2D and 3D, 1 thread: inputGrad bit-identical to cpu:ref, gridGrad within
@@ -541,7 +541,7 @@ TEST(FastPairRows, BackwardMatchesReference) {
   uint64_t seed = 800;
   for (int nd : {2, 3})
     for (int64_t interp : {0, 2})
-      for (int64_t C : {2, 3})
+      for (int64_t C : {2, 3, 5})
         for (const char* kind : {"rows", "strided", "coherent"}) {
           Case c;
           c.nd = nd;
