@@ -726,7 +726,16 @@ void run(const Problem& p, void* ws) {
   const int threads = useful_threads(p);
   const int64_t per_pack =
       ceil_div(std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, p.C)), 64) * 64;
+  // NOTE [ Pair rows ] in the backward: the input's copy as rows, for gridGrad.
+  Args rows = a;
+  if (a.grad_rows != nullptr) {
+    rows.in = a.grad_rows;
+    rows.in_n = p.C * p.in_points();
+    rows.in_c = 1;
+    row_strides(a, p.nd, p.C, rows.in_sp);
+  }
   const int64_t in_packs = a.in_packed ? ceil_div(p.in_points(), per_pack) : 0;
+  const int64_t row_packs = a.grad_rows != nullptr ? ceil_div(p.in_points(), per_pack) : 0;
   const int64_t per_call = points_per_call(p, threads);
   const int64_t point_calls = ceil_div(a.points, per_call);
   auto pack = [&](int64_t i) {
@@ -734,9 +743,9 @@ void run(const Problem& p, void* ws) {
     k.pack(a, n, q0, std::min(p.in_points(), q0 + per_pack));
   };
   // Call i of the calls over output points: item i / point_calls, a range of its points.
-  auto points = [&](int64_t i, auto kernel) {
+  auto points = [&](int64_t i, auto kernel, const Args& x) {
     const int64_t n = i / point_calls, o0 = (i % point_calls) * per_call;
-    kernel(a, n, o0, std::min(a.points, o0 + per_call));
+    kernel(x, n, o0, std::min(a.points, o0 + per_call));
   };
 
   if (p.op == Op::Forward) {
@@ -750,7 +759,7 @@ void run(const Problem& p, void* ws) {
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < p.N * in_packs; ++i) pack(i);
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < p.N * point_calls; ++i) points(i, k.forward);
+      for (int64_t i = 0; i < p.N * point_calls; ++i) points(i, k.forward, a);
     }
     return;
   }
@@ -763,9 +772,6 @@ void run(const Problem& p, void* ws) {
     std::fputc('\n', stderr);
   };
   const Args b = item_args(p, a);
-  Args grad_rows = a;  // where Pack writes the rows of NOTE [ Pair rows ] in the backward
-  grad_rows.in = a.grad_rows;
-  grad_rows.in_n = p.C * p.in_points();
   const bool item = item_backward(p, b, coherent, threads);
   auto items = [&](bool packed, double cost) {
     say(b.grad_rows != nullptr ? "item backward, gridGrad from channel rows" : "item backward",
@@ -774,7 +780,7 @@ void run(const Problem& p, void* ws) {
 #pragma omp parallel for num_threads(item_threads) if (item_threads > 1) schedule(dynamic, 1)
     for (int64_t n = 0; n < p.N; ++n) {
       if (a.in_packed && !packed) k.pack(a, n, 0, p.in_points());  // item n reads its own rows
-      if (b.grad_rows != nullptr) k.pack(grad_rows, n, 0, p.in_points());
+      if (b.grad_rows != nullptr) k.pack(rows, n, 0, p.in_points());
       k.item(b, n);
     }
   };
@@ -834,12 +840,13 @@ void run(const Problem& p, void* ws) {
         const int64_t o0 = (lone[size_t(i - slab_calls)] % a.bin_chunks) * a.bin_chunk;
         k.grid_grad(a, n, o0, std::min(a.points, o0 + a.bin_chunk));
       } else {
-        points(i - slab_calls, k.grid_grad);
+        points(i - slab_calls, k.grid_grad, a);
       }
     }
     return;
   }
-  if (bins > 0) say("listed slabs", cost);
+  if (bins > 0)
+    say(a.grad_rows != nullptr ? "listed slabs, gridGrad from channel rows" : "listed slabs", cost);
   const int64_t grid_calls = p.want_grid_grad ? p.N * point_calls : 0;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -849,13 +856,18 @@ void run(const Problem& p, void* ws) {
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < bins; ++i) k.bin(a, i / a.bin_chunks, i % a.bin_chunks, true);
     }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < p.N * row_packs; ++i) {
+      const int64_t n = i / row_packs, q0 = (i % row_packs) * per_pack;
+      k.pack(rows, n, q0, std::min(p.in_points(), q0 + per_pack));
+    }
     // Slabs first: they are the longer calls, so the short gridGrad calls balance the end.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < slab_calls + grid_calls; ++i) {
       if (i < slab_calls)
         k.slab(a, i / a.slabs, i % a.slabs);
       else
-        points(i - slab_calls, k.grid_grad);
+        points(i - slab_calls, k.grid_grad, rows);
     }
   }
 }

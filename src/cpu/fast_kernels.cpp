@@ -2446,7 +2446,9 @@ void Item(const Args& a, int64_t n) {
     // channels at a time, with the planes' taps times C.
     Args rows = a;
     rows.in_c = 1;
-    const S* in_rows = reinterpret_cast<const S*>(a.grad_rows) + n * p.C * p.in_points();
+    const S* in_rows = a.grad_rows == nullptr
+                           ? nullptr
+                           : reinterpret_cast<const S*>(a.grad_rows) + n * p.C * p.in_points();
     PointPipeline<S, S, D, NT>(
         a, n, 0, a.points, gg != nullptr, TapsAhead<S>(a),
         [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
