@@ -238,7 +238,8 @@ bool pack_input(const Problem& p) {
 // the planes' offsets, which rows of C channels over contiguous planes multiply by C, so its
 // updates still go to the inputGrad planes in place. Where the planes are contiguous and there are
 // two tap reads per input point, the workspace holds the rows; a random grid's items copy and read
-// them.
+// them, and so does gridGrad over points beside listed slabs (copied after the counts: direct
+// slabs sum gridGrad from the planes).
 bool grad_pair_rows(const Problem& p) {
   if (p.op != Op::Backward || !p.want_input_grad || !p.want_grid_grad ||
       p.interp == Interp::Nearest || p.dtype != DType::Float32 || p.channel_last || p.C < 2 ||
