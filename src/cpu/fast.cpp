@@ -462,7 +462,13 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   if (may_change || rows_ahead_pay || pairs) *coherent = coherent_grid(p);
   const bool is_coherent = coherent->value_or(false);
   a.pair_gathers = pairs && is_coherent;
-  a.rows_ahead = rows_ahead_pay && is_coherent;
+  // NOTE [ Rows ahead ] in fast_kernels.cpp: points of up to 16 bytes along a row (planes,
+  // narrow channel-last rows); a forward's rows of up to 128 bytes too where its input and output
+  // together pass 16 MiB, which the caches do not keep between calls.
+  constexpr int64_t kWideRowsAheadBytes = int64_t(1) << 24;
+  const int64_t moved = p.N * p.C * (p.in_points() + p.out_points()) * compute_size(p);
+  const bool wide_ahead = p.op == Op::Forward && moved > kWideRowsAheadBytes;
+  a.ahead_point_bytes = !(rows_ahead_pay && is_coherent) ? 0 : wide_ahead ? 128 : 16;
   // Nearest gathers no pairs along x from the planes, so its coherent grids take pair rows too.
   const bool nearest_pair_rows = p.interp == Interp::Nearest && pair_rows(p);
   a.in_place = is_coherent && !sixteen_bit(p) && !p.channel_last && p.C < kCoherentRowsMinC &&
@@ -750,11 +756,13 @@ void run(const Problem& p, void* ws) {
   };
 
   if (p.op == Op::Forward) {
-    if (verbose())  // NOTE [ Coherent grids ]
-      std::fprintf(stderr, "gridsample: cpu:fast fwd %s: %s\n", p.str().c_str(),
+    if (verbose())  // NOTE [ Coherent grids ], NOTE [ Rows ahead ]
+      std::fprintf(stderr, "gridsample: cpu:fast fwd %s: %s, rows ahead up to %lld bytes a point\n",
+                   p.str().c_str(),
                    a.rows_fwd    ? "channel rows"
                    : a.in_packed ? "gathers from channel rows"  // NOTE [ Pair rows ]
-                                 : "gathers");
+                                 : "gathers",
+                   static_cast<long long>(a.ahead_point_bytes));
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
 #pragma omp for schedule(dynamic, 1)

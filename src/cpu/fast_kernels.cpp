@@ -63,9 +63,12 @@
 #endif
 #if defined(GS_SANITIZED)
 #define GS_UNROLL_AXES
+#define GS_INLINE_LAMBDA
 constexpr bool kSanitized = true;
 #else
 #define GS_UNROLL_AXES _Pragma("GCC unroll 4")
+// A lambda of NOTE [ Lean gathers ] compiled into its caller.
+#define GS_INLINE_LAMBDA __attribute__((always_inline))
 constexpr bool kSanitized = false;
 #endif
 #endif
@@ -1034,12 +1037,19 @@ HWY_INLINE void PrefetchRows(const E* base, const Table& tab, int tap_step, size
 // thread, best of 9 interleaved rounds of CPU time, without -> with: 2D flow N = 2, C = 3,
 // 512^2 forward 8.3 -> 4.8 ms, backward 10.5 -> 8.1 ms; 3D registration step C = 2 forward
 // 9.6 -> 7.0 ms; 3D affine C = 1 96^3 forward 7.7 -> 5.3 ms; channel-last C = 3 46 x 55 x 46
-// backward 4.8 -> 4.1 ms). Wider rows are read by whole-row loads, which the
-// hardware follows. On a random grid lane 0's row ahead would be wasted, so only grids sampled
-// as coherent take it (Args::rows_ahead). Hints only: results do not change, and the addresses
-// may lie outside the tensor (integer arithmetic, never dereferenced).
+// backward 4.8 -> 4.1 ms). A forward's wider rows, up to 128 bytes a point (channel rows of up
+// to 32 FLOAT channels), read by whole-row loads, waited for their lines too where the input and
+// output do not stay in the caches between calls, so there they take the same prefetch, a
+// vector's lines per tap row (1 thread, best of 5, without -> with: 3D warp C = 16 64^3
+// channel-last 5.0 -> 4.0 ms, channel-first 80 x 96 x 80 24.3 -> 18.7 ms; 2D flow C = 8
+// channel-last 1024^2 10.5 -> 8.6 ms; 2D C = 16 channel-first 1024 x 512 12.1 -> 9.4 ms).
+// Where they do (fast.cpp: input and output up to 16 MiB), the prefetches only cost (3D warp
+// C = 16 channel-last 40^3 0.56 -> 0.67 ms); rows of 256 bytes lost too (3D warp C = 64 32^3,
+// 1.11x), and so did the backward's rows (1.03x-1.09x). On a random grid lane 0's row ahead
+// would be wasted, so only grids sampled as coherent take any of it (Args::ahead_point_bytes).
+// Hints only: results do not change, and the addresses may lie outside the tensor (integer
+// arithmetic, never dereferenced).
 constexpr int64_t kAheadPoints = 64;
-constexpr int64_t kAheadPointBytes = 16;
 
 // Which rows ahead a loop over vectors of N points prefetches, for a tensor of C channels with
 // these channel and x strides: `planes` channel planes (0: none), `lines` cache lines each.
@@ -1051,7 +1061,7 @@ HWY_INLINE RowsAhead RowsAheadOf(const Args& a, int64_t c_stride, int64_t x_stri
   RowsAhead r;
   const int64_t abs_c = c_stride < 0 ? -c_stride : c_stride;
   const int64_t point = (x_stride < 0 ? -x_stride : x_stride) * int64_t(sizeof(E));
-  if (!a.rows_ahead || point > kAheadPointBytes) return r;
+  if (a.ahead_point_bytes == 0 || point > a.ahead_point_bytes) return r;
   r.planes = abs_c * int64_t(sizeof(E)) < 64 ? 1 : a.p->C;  // channels within a line: one plane
   r.lines = (int64_t(N) * point + 63) / 64;
   return r;
@@ -1208,7 +1218,8 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   const bool channel_pairs = std::is_same_v<SI, float> && in_c_stride == 1 && C >= 2;
   // With `pairs`, taps t and t + 1 are gathered together (NOTE [ Pair gathers ]).
   auto gathers = [&](auto pairs, const hn::Vec<DIOf<DF>>* off, const hn::Vec<DF>* w,
-                     const hn::Mask<DF>* valid, int64_t fo, size_t count) HWY_ATTR {
+                     const hn::Mask<DF>* valid, int64_t fo,
+                     size_t count) HWY_ATTR GS_INLINE_LAMBDA {
     int64_t c = 0;
     for (; channel_pairs && c + 1 < C; c += 2) {
       if (c < ra.planes)  // NOTE [ Rows ahead ]
@@ -1256,7 +1267,12 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     // C = 1, 32 x 100 bilinear border 0.046 -> 0.028 ms, 0.024; 2D affine N = 2, C = 1, 100^2
     // nearest zeros 0.029 -> 0.016 ms, 0.016; random 3D C = 1, 128^3 bilinear 37.8 -> 29.0 ms).
     // FLOAT16 and BF16 keep one copy with the modes as variables, to bound the code (their
-    // inputs are widened into FLOAT32 rows; the copies were not measured for them).
+    // inputs are widened into FLOAT32 rows; the copies were not measured for them). The
+    // per-vector lambda and `gathers` are compiled into the loop (GS_INLINE_LAMBDA): GCC left
+    // them as calls, with the taps passed through memory (AMD Zen 5, 1 thread, best of 5
+    // interleaved rounds: random 2D N = 4, C = 2 64 x 128 bilinear 0.104 -> 0.094 ms, 2D affine
+    // N = 8, C = 3 224^2 1.43 -> 1.33 ms, 2D flow N = 2, C = 3 512^2 1.88 -> 1.71 ms; 3D and
+    // DOUBLE within noise).
     const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
     int64_t size[D];
     for (int d = 0; d < D; ++d) size[d] = a.size[d];
@@ -1266,7 +1282,8 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
       const Padding padding = padding_c;
       const bool align = align_c;
       ForEachVector(
-          a, o0, o1, N, [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t) HWY_ATTR {
+          a, o0, o1, N,
+          [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t) HWY_ATTR GS_INLINE_LAMBDA {
             Lanes<DF> g[D];
             LoadGrid<DF, S, D>(df, a, grid, go, count, g);
             AxisLanes<DF, NT> ax[D];

@@ -35,11 +35,13 @@ struct Args {
   bool acc_in_workspace = false;
 
   // Which inner loops run (NOTE [ Fast kernel layouts ] in fast_kernels.cpp).
-  bool rows_fwd = false;    // forward over channel rows of `in`
-  bool rows_acc = false;    // inputGrad over channel rows of `acc`
-  bool in_place = false;    // a coherent grid's planes read and updated in place (NOTE [ Coherent
-                            // grids ] in fast.cpp)
-  bool rows_ahead = false;  // prefetch tap rows ahead (NOTE [ Rows ahead ] in fast_kernels.cpp)
+  bool rows_fwd = false;  // forward over channel rows of `in`
+  bool rows_acc = false;  // inputGrad over channel rows of `acc`
+  bool in_place = false;  // a coherent grid's planes read and updated in place (NOTE [ Coherent
+                          // grids ] in fast.cpp)
+  // Prefetch the tap rows ahead where a point's elements along a row take at most this many
+  // bytes; 0: nowhere (NOTE [ Rows ahead ] in fast_kernels.cpp).
+  int64_t ahead_point_bytes = 0;
   // A coherent grid's taps and their x neighbours gathered as pairs (NOTE [ Pair gathers ] in
   // fast_kernels.cpp).
   bool pair_gathers = false;
