@@ -75,6 +75,15 @@ int taps_per_point(const Problem& p) {
   return t;
 }
 
+// The taps one item reads: a tap per output point, per channel row or plane.
+int64_t tap_reads(const Problem& p) { return p.out_points() * taps_per_point(p); }
+
+// Whether one item's input copied as rows of C channels has offsets the vector index math holds.
+bool rows_fit(const Problem& p) {
+  int64_t copy = 0;
+  return !__builtin_mul_overflow(p.C, p.in_points(), &copy) && copy <= max_offset(p.dtype);
+}
+
 // NOTE [ Channel rows ]
 // A sample reads (forward, gridGrad) or updates (inputGrad) its corners in every channel. In a
 // channel-first layout that is one cache line per corner per channel, spread over C planes: with
@@ -202,9 +211,7 @@ bool pair_rows(const Problem& p) {
   if (p.op != Op::Forward || p.dtype != DType::Float32 || p.channel_last || p.C < 2) return false;
   const int64_t max_c = p.interp == Interp::Nearest ? kCoherentRowsMinC : kRowsMinCForward;
   // Rows whose offsets the vector index math holds (else the planes, which accepts() takes).
-  int64_t copy = 0;
-  if (__builtin_mul_overflow(p.C, p.in_points(), &copy) || copy > max_offset(p.dtype)) return false;
-  return p.C < max_c && p.out_points() * taps_per_point(p) >= 2 * p.in_points();
+  return p.C < max_c && rows_fit(p) && tap_reads(p) >= 2 * p.in_points();
 }
 
 bool pack_input(const Problem& p) {
@@ -226,7 +233,7 @@ bool pack_input(const Problem& p) {
   constexpr int64_t kCachedInput = int64_t(1) << 20;
   const bool cached = p.op == Op::Forward && !sixteen_bit(p) &&
                       p.C * p.in_points() * compute_size(p) <= kCachedInput;
-  const int64_t reads = p.out_points() * taps_per_point(p);
+  const int64_t reads = tap_reads(p);
   return reads * (cached ? 1 : 4) >= p.in_points() * (cached ? 2 : 1);
 }
 
@@ -250,9 +257,7 @@ bool grad_pair_rows(const Problem& p) {
     if (p.in_size[d] > 1 && p.input.stride[2 + d] != plane) return false;
     plane *= p.in_size[d];
   }
-  int64_t copy = 0;
-  if (__builtin_mul_overflow(p.C, p.in_points(), &copy) || copy > max_offset(p.dtype)) return false;
-  return p.out_points() * taps_per_point(p) >= 2 * p.in_points();
+  return rows_fit(p) && tap_reads(p) >= 2 * p.in_points();
 }
 
 // NOTE [ Fast inputGrad ]
@@ -310,9 +315,7 @@ bool accepts(const Problem& p, std::string* why) {
       return false;
     }
   }
-  int64_t copy = 0;  // elements of one item's rows of input
-  const bool copy_too_big =
-      __builtin_mul_overflow(p.C, p.in_points(), &copy) || copy > max_offset(p.dtype);
+  const bool copy_too_big = !rows_fit(p);  // one item's rows of input
   if (pack_input(p) ? copy_too_big : extent(p, p.input) < 0) {
     *why = "input offsets exceed the vector index range";
     return false;

@@ -1786,7 +1786,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
     constexpr int kStep = decltype(step)::value;
     for (int t = 0; t < kTaps; t += kStep) {
       auto off = hn::Load(di, tab.off[t]);
-      if constexpr (sizeof(TIOf<DF>) == 4) {
+      if constexpr (sizeof(TIOf<DF>) == 4) {  // (only FLOAT is given a scale: NOTE [ Pair rows ])
         if (scale != 1) off = hn::Mul(off, hn::Set(di, scale));
       }
       // The values of taps t, ..., t + kStep - 1 in channel c.
@@ -2470,7 +2470,8 @@ void Item(const Args& a, int64_t n) {
         a, n, 0, a.points, gg != nullptr, TapsAhead<S>(a),
         [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
           if (gg != nullptr) {
-            if (a.grad_rows != nullptr)
+            // (FLOAT only, as fast.cpp's grad_pair_rows: GridGradSums scales 32-bit offsets.)
+            if (std::is_same_v<S, float> && a.grad_rows != nullptr)
               GridGradVector<S, S, D, NT>(rows, in_rows, gout, gg, q, int(p.C));
             else
               GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
