@@ -122,6 +122,11 @@ constexpr int64_t kRowsMinCForward = 8;
 // find in the last-level cache (NOTE [ Item backward ]).
 constexpr int64_t kItemCacheBytes = int64_t(6) << 20;
 
+// The accumulator that one core's L2 keeps whatever the grid (1 MiB on the machines measured):
+// the bound for an item over rows in the workspace, and for the items' cost model (NOTE [ Item
+// backward ]).
+constexpr int64_t kL2Bytes = int64_t(1) << 20;
+
 bool rows_ok(const Problem& p) {
   if (sixteen_bit(p)) return p.C >= kRowsMinC;
   if (p.op == Op::Forward) return p.C >= kRowsMinCForward;
@@ -275,14 +280,21 @@ bool acc_in_workspace(const Problem& p) {
 // inputGrad is computed slab by slab of the outermost input dim: each slab's region of the
 // accumulator (about kSlabBytes) stays in the caches while the points that add to it are
 // processed, instead of every update missing them, and slabs are the unit of deterministic work
-// sharing (NOTE [ Fast determinism ]). A binning pass lists, per slab, the output points with a
-// valid tap (along the outermost axis) inside it, at most min(taps per axis, slabs) entries per
-// point. Each list entry is the point's payload: its grid values and its gradOutput as a row of C
-// channels, so that a slab reads everything about its points in sequence rather than at
-// scattered addresses. The slab length (a power of two, such that there are at least kMinSlabs
-// slabs when the dim is long enough) depends on the shapes and dtype only. gridGrad needs no
-// binning: it is computed in point order, like the forward.
-constexpr int64_t kSlabBytes = int64_t(1) << 20;
+// sharing (NOTE [ Fast determinism ]). A slab was an L2 (1 MiB) until 2026-12-05; slabs twice
+// that size, which the last-level cache keeps and whose rows the slab pipeline prefetches (NOTE
+// [ Slab pipeline ] in fast_kernels.cpp), list fewer points twice and share the binning's counts
+// among fewer slabs (AMD Zen 5, random grids, best of 5 interleaved rounds, 2 threads: 3D
+// DOUBLE C = 16 64^3 backward 30.5 -> 27.2 ms, channel-last C = 32 32^3 2.8 -> 2.5 ms, C = 1
+// 128^3 31.3 -> 30.0 ms; 3D warp C = 64 32^3 channel-last 2.2 -> 1.5 ms, whose direct slabs scan
+// fewer chunks twice; 1 thread, 3 rounds: C = 16 64^3 29.4 -> 26.5 ms, DOUBLE 61.0 -> 55.0 ms). A
+// binning pass lists, per slab, the output points with a valid tap (along the outermost axis)
+// inside it, at most min(taps per axis, slabs) entries per point. Each list entry is the point's
+// payload: its grid values and its gradOutput as a row of C channels, so that a slab reads
+// everything about its points in sequence rather than at scattered addresses. The slab length (a
+// power of two, such that there are at least kMinSlabs slabs when the dim is long enough) depends
+// on the shapes and dtype only. gridGrad needs no binning: it is computed in point order, like the
+// forward.
+constexpr int64_t kSlabBytes = int64_t(2) << 20;
 constexpr int64_t kBinChunk = 2048;  // output points per binning call
 constexpr int64_t kMinSlabs = 4;     // when the outermost dim allows: work for several threads
 
@@ -456,7 +468,7 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   // [ Rows ahead ] in fast_kernels.cpp, for inputs larger than 512 KiB.
   const int64_t item_bytes = p.C * p.in_points() * compute_size(p);
   const bool may_change = rows_ok(p) || (pair_rows(p) && p.interp != Interp::Nearest) ||
-                          grad_pair_rows(p) || (backward_input_grad(p) && item_bytes > kSlabBytes);
+                          grad_pair_rows(p) || (backward_input_grad(p) && item_bytes > kL2Bytes);
   constexpr int64_t kRowsAheadBytes = int64_t(1) << 19;
   const bool rows_ahead_pay = item_bytes > kRowsAheadBytes;
   // And for linear and cubic taps, which the kernels gather in pairs from a coherent grid's
@@ -577,8 +589,8 @@ int useful_threads(const Problem& p) {
 //   122 -> 37 ms, 2D C = 1 1024 x 512 (2 MiB) 13.8 -> 5.3 ms, FLOAT16 N = 4, C = 3 512^2
 //   (3 MiB) 24.3 -> 17.6 ms; but 3D C = 1 96^3 (3.4 MiB) 44 -> 58 ms; 1 thread: 2D C = 1 1024^2
 //   (4 MiB) 19.1 -> 9.1 ms, 3D C = 1 128^3 (8 MiB) 71 -> 80 ms. FLOAT and DOUBLE rows in the
-//   workspace, too, only up to a slab (random 2D C = 4 f32 backward, 1 thread: 25.7 -> 12.1 ms;
-//   on Zen 5 the item won there, 21.4 -> 16.2 ms, left as it was).
+//   workspace, too, only up to an L2, kL2Bytes (random 2D C = 4 f32 backward, 1 thread: 25.7
+//   -> 12.1 ms; on Zen 5 the item won there, 21.4 -> 16.2 ms, left as it was).
 // FLOAT16 and BF16 always accumulate in the FLOAT32 workspace; gradOutput is widened a vector of
 // points at a time, and the item's accumulator is rounded into inputGrad at its end (2D f16,
 // AVX-512, 1 thread, listed slabs -> item: warp N = 4, C = 4, 32^2 -> 128 x 64 nearest,
@@ -602,7 +614,7 @@ bool item_backward(const Problem& p, const Args& a, bool coherent, int threads) 
   if (!a.rows_acc && !coherent && acc_bytes > kItemCacheBytes / std::max<int64_t>(1, at_once))
     return false;
   // FLOAT and DOUBLE rows in the workspace: only where they fit in L2 whatever the grid.
-  return !(a.acc_in_workspace && !sixteen_bit(p) && acc_bytes > kSlabBytes);
+  return !(a.acc_in_workspace && !sixteen_bit(p) && acc_bytes > kL2Bytes);
 }
 bool items_fill(const Problem& p, int threads) { return p.N % threads == 0 || p.N >= 4 * threads; }
 
@@ -684,7 +696,7 @@ bool items_may_pay(const Problem& p, const Args& a) {
   // Calibrated on planes in place or in the caches; a larger coherent accumulator of
   // channel-last or 16-bit planes keeps the slabs there (2 threads, channel-last C = 3, 3D warp
   // backward 46 x 55 x 46: slabs 6.3 ms, one item 12.2 ms).
-  return a.in_place || p.C * p.in_points() * compute_size(p) <= kSlabBytes;
+  return a.in_place || p.C * p.in_points() * compute_size(p) <= kL2Bytes;
 }
 bool items_pay(const Problem& p, int threads, double cost) {
   const double slab_point = p.interp == Interp::Nearest ? kSlabPointNearest : kSlabPoint;
