@@ -285,15 +285,16 @@ bool acc_in_workspace(const Problem& p) {
 // [ Slab pipeline ] in fast_kernels.cpp), list fewer points twice and share the binning's counts
 // among fewer slabs (AMD Zen 5, random grids, best of 5 interleaved rounds, 2 threads: 3D
 // DOUBLE C = 16 64^3 backward 30.5 -> 27.2 ms, channel-last C = 32 32^3 2.8 -> 2.5 ms, C = 1
-// 128^3 31.3 -> 30.0 ms; 3D warp C = 64 32^3 channel-last 2.2 -> 1.5 ms, whose direct slabs scan
-// fewer chunks twice; 1 thread, 3 rounds: C = 16 64^3 29.4 -> 26.5 ms, DOUBLE 61.0 -> 55.0 ms). A
-// binning pass lists, per slab, the output points with a valid tap (along the outermost axis)
-// inside it, at most min(taps per axis, slabs) entries per point. Each list entry is the point's
-// payload: its grid values and its gradOutput as a row of C channels, so that a slab reads
-// everything about its points in sequence rather than at scattered addresses. The slab length (a
-// power of two, such that there are at least kMinSlabs slabs when the dim is long enough) depends
-// on the shapes and dtype only. gridGrad needs no binning: it is computed in point order, like the
-// forward.
+// 128^3 31.3 -> 30.0 ms; 3D warp C = 64 32^3 channel-last 2.2 -> 1.5 ms: with 8 slabs its
+// chunks spanned too many of them and it took the lists, with 4 the direct slabs, scan/entries
+// 2.26 -> 1.60, NOTE [ Direct slabs ]; 1 thread, 3 rounds: C = 16 64^3 29.4 -> 26.5 ms, DOUBLE 61.0
+// -> 55.0 ms). A binning pass lists, per slab, the output points with a valid tap (along the
+// outermost axis) inside it, at most min(taps per axis, slabs) entries per point. Each list entry
+// is the point's payload: its grid values and its gradOutput as a row of C channels, so that a slab
+// reads everything about its points in sequence rather than at scattered addresses. The slab length
+// (a power of two, such that there are at least kMinSlabs slabs when the dim is long enough)
+// depends on the shapes and dtype only. gridGrad needs no binning: it is computed in point order,
+// like the forward.
 constexpr int64_t kSlabBytes = int64_t(2) << 20;
 constexpr int64_t kBinChunk = 2048;  // output points per binning call
 constexpr int64_t kMinSlabs = 4;     // when the outermost dim allows: work for several threads
