@@ -71,6 +71,16 @@ GS_HD T reflect_coord(T u, int64_t s, bool align_corners, T* d) {
   const auto negative = x0 < T(0);
   const T x = where(negative, -x0, x0);
   const T sign = where(negative, T(-1), T(1));
+  // One fold at most (|x0| < 2 span: a grid a little outside [-1, 1], as a scaled or rotated
+  // affine grid gives): k = floor(x / span) is 0 below span and 1 from span up (x / span rounds
+  // below 2), and fmod(x, span) is x or x - span (exact, by Sterbenz's lemma), so the general
+  // code below would return these; only without its divisions.
+  if (lane_all(x < T(2) * span)) {
+    const auto fold = x >= span;
+    const T r = where(fold, x - span, x);
+    *d = where(fold, -sign, sign);
+    return where(fold, lo + (span - r), lo + r);
+  }
   const T r = lane_fmod(x, span);
   // The parity of k = floor(x / span), taken without converting to an integer type (PyTorch's
   // int cast is undefined beyond INT_MAX): h = k / 2 is exact, and h - floor(h) is 0.5 for odd
