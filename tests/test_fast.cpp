@@ -435,6 +435,7 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       {2, 5, 2, 2, ACL_FLOAT, true, false},   {2, 2, 0, 2, ACL_BF16, false, false},
   };
   uint64_t seed = 300;
+  int split = 0, direct = 0;
   for (const K& k : ks) {
     Case c;
     c.nd = k.nd;
@@ -453,7 +454,12 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       const Outputs ref = run(c, in, "cpu:ref");
       std::string log;
       const Outputs fast = logged_run(c, in, &log);
-      EXPECT_NE(log.find(coherent ? "direct slabs" : "listed slabs"), std::string::npos) << log;
+      if (coherent) {  // one item on 8 threads: split (NOTE [ Split items ]) or direct slabs
+        split += log.find("split items") != std::string::npos;
+        direct += log.find("direct slabs") != std::string::npos;
+      } else {
+        EXPECT_NE(log.find("listed slabs"), std::string::npos) << log;
+      }
       expect_same_as_ref(c, in, fast, ref);
       // On 2 threads, one item of planes on a random grid costs less than the slabs, and is
       // taken without counting the slabs' points (NOTE [ Cost sample ]).
@@ -482,6 +488,73 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       set_threads(8);
     }
   }
+  EXPECT_EQ(split + direct, int(std::size(ks)));
+  EXPECT_GT(split, 0);
+  EXPECT_GT(direct, 0);
+  set_threads(saved);
+}
+
+// NOTE [ Split items ] (src/cpu/fast.cpp): one item of FLOAT or DOUBLE channel-first planes on a
+// coherent grid, on more threads than items, runs as parts of its points, the taps below each
+// part's split replayed at the end: bit-identical to cpu:ref on 2 threads (N = 2: 4), and
+// whatever 3 and 8 threads and channel-last views take (parts may wait too much: kMaxWaiting),
+// both gradients or inputGrad alone. Points that sample nothing or far away
+// (make_inputs' every 97th value) are replaced by their neighbours: with border padding a 1e30
+// samples the far edge, and its part would leave the next nothing to do before the replay. A grid
+// flipped along the outermost axis, whose later points sample the input below the earlier ones,
+// takes the slabs.
+TEST(FastSplit, PartsMatchReference) {
+  const int saved = set_threads(1);
+  uint64_t seed = 900;
+  for (int nd : {2, 3})
+    for (int64_t interp : {0, 1, 2})
+      for (aclDataType dt : {ACL_FLOAT, ACL_DOUBLE}) {
+        Case c;
+        c.nd = nd;
+        c.N = seed % 4 == 0 ? 2 : 1;
+        c.C = 1 + int64_t(seed % 3);
+        c.in = nd == 3 ? std::vector<int64_t>{48, 40, 44} : std::vector<int64_t>{200, 150};
+        c.out = nd == 3 ? std::vector<int64_t>{56, 40, 48} : std::vector<int64_t>{320, 320};
+        c.m = {interp, int64_t(seed % 3), seed % 2 == 0};
+        c.dt = dt;
+        c.channel_last = seed % 5 == 1;
+        c.strided = seed % 3 == 2;
+        c.coherent = true;
+        c.amp = 2.5;
+        c.seed = seed++;
+        SCOPED_TRACE(c.name());
+        Inputs in = make_inputs(c);
+        std::vector<double> g = in.g.values();
+        for (size_t i = 0; i < g.size(); i += 97)
+          g[i] = g[i < size_t(nd) ? i + size_t(nd) : i - size_t(nd)];
+        in.g.set_values(g);
+        const Outputs ref = run(c, in, "cpu:ref");
+        for (int threads : {2, 3, 8}) {
+          SCOPED_TRACE("threads " + std::to_string(threads));
+          set_threads(int(c.N) * threads);
+          std::string log;
+          const Outputs fast = logged_run(c, in, &log);
+          if (threads == 2 && !c.channel_last) {
+            EXPECT_NE(log.find("split items"), std::string::npos) << log;
+          }
+          expect_same_as_ref(c, in, fast, ref);
+        }
+        set_threads(int(c.N) * 2);
+        HostTensor ig = make(c, c.feature(c.in), c.format(), 4);
+        ig.fill(1234.5);
+        {
+          ForceImpl force("cpu:fast");
+          EXPECT_EQ(backward(in.go, in.x, in.g, &ig, nullptr, c.m, true, false), ACLNN_SUCCESS);
+        }
+        EXPECT_TRUE(same_bits(ig.values(), ref.ig)) << "inputGrad only";
+        // Flipped along the outermost axis: still coherent along rows, but the parts would wait.
+        for (size_t i = size_t(nd - 1); i < g.size(); i += size_t(nd)) g[i] = -g[i];
+        in.g.set_values(g);
+        std::string log;
+        const Outputs fast = logged_run(c, in, &log);
+        EXPECT_EQ(log.find("split items"), std::string::npos) << log;
+        expect_same_as_ref(c, in, fast, run(c, in, "cpu:ref"));
+      }
   set_threads(saved);
 }
 

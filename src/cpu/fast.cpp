@@ -21,6 +21,7 @@ namespace {
 
 using fast::Args;
 using fast::Kernels;
+using fast::Part;
 
 // NOTE [ Fast determinism ]
 // Results are bit-identical for any number of threads and on every run because no output element
@@ -723,6 +724,63 @@ bool direct_grid_grad(const Problem& p, const Args& a) {
   return true;
 }
 
+// NOTE [ Split items ]
+// Where the items do not fill the threads (N = 1 on 2 threads: a registration step, a flow
+// field), a coherent grid's item is cut into `threads / N` parts of consecutive output points, one
+// per thread, instead of into slabs, whose count pass, rescans of the chunks that straddle two
+// slabs and few slabs per thread cost more. Part r adds its points' taps from split_r up along the
+// outermost axis, where split_r is one past the highest tap of the parts before it (split_0 = 0);
+// its taps below split_r, which those parts may have updated too, wait, and a replay adds them
+// after all parts are done, part by part, over the points [first_r, last_r) that hold them. An
+// element at or above split_r gets additions from part r and later parts only, those below it
+// from the earlier parts first; either way in increasing point order, so the bits are the item's
+// (and cpu:ref's) whatever the thread count. A first pass over the grid finds each part's range
+// of outermost taps; where the taps that would wait span more than kMaxWaiting of a part's range
+// (a grid coherent within rows but not across them), the item takes the slabs instead.
+constexpr double kMaxWaiting = 0.4;
+
+bool split_items(const Problem& p, const Args& b, const Kernels& k, int threads) {
+  const int64_t parts = threads / std::max<int64_t>(1, p.N);
+  if (parts < 2 || b.points < parts * 1024) return false;
+  const int64_t per = ceil_div(ceil_div(b.points, parts), 64) * 64, jobs = p.N * parts;
+  std::vector<Part> part(static_cast<size_t>(jobs));
+  std::vector<int64_t> range(static_cast<size_t>(2 * jobs));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < jobs; ++i) {
+    Part& q = part[size_t(i)];
+    q.o0 = std::min(b.points, (i % parts) * per);
+    q.o1 = std::min(b.points, q.o0 + per);
+    k.outer_range(b, i / parts, q.o0, q.o1, &range[size_t(2 * i)]);
+  }
+  const int64_t outer = p.in_size[0];
+  for (int64_t n = 0; n < p.N; ++n) {
+    int64_t split = 0;
+    for (int64_t r = 0; r < parts; ++r) {
+      const int64_t i = n * parts + r, lo = range[size_t(2 * i)], hi = range[size_t(2 * i + 1)];
+      if (lo <= hi && double(split - lo) > kMaxWaiting * double(hi - lo + 1)) return false;
+      part[size_t(i)].split = split;
+      if (r > 0) part[size_t(i - 1)].zero_end = split;
+      split = std::max(split, hi + 1);
+    }
+    part[size_t(n * parts + parts - 1)].zero_end = outer;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < jobs; ++i) k.item_part(b, i / parts, &part[size_t(i)]);
+#pragma omp parallel for num_threads(int(std::min <int64_t>(threads, p.N))) schedule(dynamic, 1)
+  for (int64_t n = 0; n < p.N; ++n) {
+    for (int64_t r = 1; r < parts; ++r) {
+      const Part& q = part[size_t(n * parts + r)];
+      if (q.first < 0) continue;
+      Part replay = q;
+      replay.o0 = q.first;
+      replay.o1 = q.last;
+      replay.replay = true;
+      k.item_part(b, n, &replay);
+    }
+  }
+  return true;
+}
+
 // Turns the per-chunk counts of each item into list positions: slab-major, chunk-minor, so that a
 // slab's list is its chunks' points in chunk order (a stable counting sort).
 void bin_positions(const Args& a, int64_t n) {
@@ -810,6 +868,12 @@ void run(const Problem& p, void* ws) {
     }
   };
   if (item && items_fill(p, threads)) return items(false, -1);
+  // NOTE [ Split items ]: FLOAT and DOUBLE channel-first planes in the view.
+  if (item && !p.channel_last && !b.rows_acc && !b.acc_in_workspace && b.grad_rows == nullptr &&
+      (probed ? *probed : coherent_grid(p)) && split_items(p, b, k, threads)) {
+    say("split items");
+    return;
+  }
 
   // Backward: the input rows and the slab counts; then, for a coherent grid, direct slabs
   // (NOTE [ Direct slabs ]); otherwise the list positions, the lists (NOTE [ Slabs ]) and the

@@ -1133,6 +1133,7 @@ template <class DF, int D, int NT>
 struct PointVector {
   TapTable<DF, D, NT> tab;
   size_t count;     // points in the vector
+  int64_t o;        // the first point's index in the item
   int64_t fo, ggo;  // their first offsets in the feature (out, gradOutput) and gridGrad views
 };
 
@@ -1151,23 +1152,24 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
   const SI* in = reinterpret_cast<const SI*>(a.in) + n * a.in_n;
   constexpr int kAhead = 2;
   PointVector<DF, D, NT> ring[kAhead + 1] = {};  // (initialized only to quiet GCC's flow analysis)
-  auto fill = [&](PointVector<DF, D, NT>& q, size_t count, int64_t go, int64_t fo, int64_t ggo)
-                  HWY_ATTR {
-                    Lanes<DF> g[D];
-                    LoadGrid<DF, S, D>(DF(), a, grid, go, count, g);
-                    BuildTaps<DF, D, NT>(a, g, count, a.in_sp, want_wg, &q.tab);
-                    q.count = count;
-                    q.fo = fo;
-                    q.ggo = ggo;
-                  };
+  auto fill = [&](PointVector<DF, D, NT>& q, int64_t o, size_t count, int64_t go, int64_t fo,
+                  int64_t ggo) HWY_ATTR {
+    Lanes<DF> g[D];
+    LoadGrid<DF, S, D>(DF(), a, grid, go, count, g);
+    BuildTaps<DF, D, NT>(a, g, count, a.in_sp, want_wg, &q.tab);
+    q.count = count;
+    q.o = o;
+    q.fo = fo;
+    q.ggo = ggo;
+  };
   const int64_t row_bytes = RowBytes<SI>(a);
   if (!ahead) {  // NOTE [ Taps ahead ]
     // NOTE [ Rows ahead ]: of the input and of acc, which has the input's offsets.
     const RowsAhead ra = RowsAheadOf<SI>(a, a.in_c, a.in_sp[0], N);
     ForEachVector(
-        a, o0, o1, N, [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
+        a, o0, o1, N, [&](int64_t o, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
           PointVector<DF, D, NT>& q = ring[0];
-          fill(q, count, go, fo, ggo);
+          fill(q, o, count, go, fo, ggo);
           auto lane0 = [&](int t) { return q.tab.off[t][0]; };
           for (int64_t c = 0; c < ra.planes; ++c) {
             PrefetchAhead<false, NT, Table::kTaps>(in + c * a.in_c, a.in_sp[0], ra.lines, lane0);
@@ -1186,9 +1188,9 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
   // 91 x 109 x 91 backward: 34 ms as here, 51 ms with the rows ahead instead).
   const int tap_step = row_bytes <= 8 && NT == 2 ? 2 : 1;
   ForEachVector(a, o0, o1, N,
-                [&](int64_t, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
+                [&](int64_t o, size_t count, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
                   PointVector<DF, D, NT>& q = ring[issued % (kAhead + 1)];
-                  fill(q, count, go, fo, ggo);
+                  fill(q, o, count, go, fo, ggo);
                   if (Scattered<DF>(q.tab, count)) {  // NOTE [ Coherent vectors ]
                     PrefetchRows<false>(in, q.tab, tap_step, count, row_bytes);
                     if (acc != nullptr) PrefetchRows<true>(acc, q.tab, tap_step, count, row_bytes);
@@ -2494,10 +2496,94 @@ void Item(const Args& a, int64_t n) {
   }
 }
 
+// The smallest and largest valid tap index along the outermost axis of the points [o0, o1) of
+// item n, in range[0] and range[1]; range[0] > range[1] when no tap is valid.
+template <class S, int D, int NT>
+void OuterRange(const Args& a, int64_t n, int64_t o0, int64_t o1, int64_t range[2]) {
+  using DF = DFOf<S>;
+  const DF df;
+  const Problem& p = *a.p;
+  const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
+  const auto none_lo = hn::Set(df, hn::TFromD<DF>(a.size[D - 1])), none_hi = hn::Set(df, -1);
+  auto lo = none_lo, hi = none_hi;
+  ForEachVector(a, o0, o1, hn::Lanes(df),
+                [&](int64_t, size_t count, int64_t go, int64_t, int64_t) HWY_ATTR {
+                  Lanes<DF> g[D];
+                  LoadGrid<DF, S, D>(df, a, grid, go, count, g);
+                  AxisLanes<DF, NT> ax;
+                  const LaneMask<DF> ok =
+                      AxisTapsV<DF, NT>(g[D - 1], a.size[D - 1], p.padding, p.align_corners, &ax);
+                  const auto live = hn::And(ok.m, hn::FirstN(df, count));
+                  for (int k = 0; k < NT; ++k) {
+                    const auto m = hn::And(live, ax.ok[k].m);
+                    lo = hn::Min(lo, hn::IfThenElse(m, ax.pos[k].v, none_lo));
+                    hi = hn::Max(hi, hn::IfThenElse(m, ax.pos[k].v, none_hi));
+                  }
+                });
+  range[0] = int64_t(hn::GetLane(hn::MinOfLanes(df, lo)));
+  range[1] = int64_t(hn::GetLane(hn::MaxOfLanes(df, hi)));
+}
+
+// One part of item n's points (NOTE [ Split items ] in fast.cpp), as Item computes them: the
+// accumulator's outermost indices [split, zero_end) zeroed, then the points' taps from split up
+// (the first and last vector with a tap below it recorded); or, with part->replay, only the taps
+// below split, and no gridGrad. FLOAT and DOUBLE with the accumulator in the view only (fast.cpp
+// never calls it otherwise).
+template <class S, int D, int NT>
+void ItemPart(const Args& a, int64_t n, Part* out) {
+  using DF = DFOf<S>;
+  using T = TOf<S>;
+  if constexpr (std::is_same_v<S, T>) {
+    using Table = TapTable<DF, D, NT>;
+    constexpr int kTaps = Table::kTaps;
+    Part local = *out;  // (the parts lie side by side: no line shared with another thread's)
+    Part* const part = &local;
+    const DIOf<DF> di;
+    const Problem& p = *a.p;
+    T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
+    const S* in = reinterpret_cast<const S*>(a.in) + n * a.in_n;
+    const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+    const bool grads = p.want_grid_grad && !part->replay;
+    if (NT == 1 && grads) GridGradImpl<S, S, D, NT>(a, n, part->o0, part->o1);
+    S* gg = grads && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
+    const int64_t z0 = part->replay ? 0 : part->split;
+    const int64_t z1 = part->replay ? part->split : a.size[D - 1];
+    if (!part->replay) ZeroRegion<T, D>(a, acc, 0, p.C, part->split, part->zero_end);
+    alignas(64) T prod[kAddChannels][kTaps][kMaxLanes<DF>] = {};
+    alignas(64) TIOf<DF> inside[kTaps][kMaxLanes<DF>];
+    alignas(64) TIOf<DF> all_inside[kMaxLanes<DF>];
+    PointPipeline<S, S, D, NT>(
+        a, n, part->o0, part->o1, gg != nullptr, TapsAhead<S>(a),
+        [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
+          if (gg != nullptr) GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
+          InsideSlab(q.tab, z0, z1, inside, all_inside);
+          auto any = hn::Zero(di), left = hn::Zero(di);
+          for (int t = 0; t < kTaps; ++t) {
+            const auto m = hn::Load(di, inside[t]);
+            any = hn::Or(any, m);
+            left = hn::Or(left, hn::AndNot(m, hn::Load(di, q.tab.valid[t])));
+          }
+          if (!part->replay && !hn::AllTrue(di, hn::Eq(left, hn::Zero(di)))) {
+            if (part->first < 0) part->first = q.o;
+            part->last = q.o + int64_t(q.count);
+          }
+          if (hn::AllTrue(di, hn::Eq(any, hn::Zero(di)))) return;
+          AddTaps<DF, D, NT>(a, acc, q.tab, inside, all_inside, gout + q.fo, a.inner_feat,
+                             p.out.stride[1], q.count, prod);
+        },
+        acc);
+    *out = local;
+  } else {
+    (void)a, (void)n, (void)out;
+  }
+}
+
 template <class S, int D, int NT>
 Kernels Make() {
-  return {&Pack<S, D>,     &Forward<S, D, NT>,    &GridGrad<S, D, NT>, &Bin<S, D, NT>,
-          &Slab<S, D, NT>, &SlabDirect<S, D, NT>, &Item<S, D, NT>,     hwy::TargetName(HWY_TARGET)};
+  return {
+      &Pack<S, D>,         &Forward<S, D, NT>,         &GridGrad<S, D, NT>, &Bin<S, D, NT>,
+      &Slab<S, D, NT>,     &SlabDirect<S, D, NT>,      &Item<S, D, NT>,     &OuterRange<S, D, NT>,
+      &ItemPart<S, D, NT>, hwy::TargetName(HWY_TARGET)};
 }
 
 template <class S, int D>

@@ -76,6 +76,15 @@ struct Args {
   int64_t outer_grid[kMaxSpatial] = {}, outer_feat[kMaxSpatial] = {}, outer_gg[kMaxSpatial] = {};
 };
 
+// One part of an item's output points (NOTE [ Split items ] in fast.cpp).
+struct Part {
+  int64_t o0 = 0, o1 = 0;  // its points
+  int64_t split = 0;       // its taps along the outermost axis below this wait for the replay
+  int64_t zero_end = 0;    // it zeroes the accumulator's outermost indices [split, zero_end)
+  bool replay = false;     // the replay: only those taps
+  int64_t first = -1, last = -1;  // the points [first, last) hold all such taps (first < 0: none)
+};
+
 struct Kernels {
   // Copies input points [p0, p1) (flat over the input spatial dims, x fastest) of batch item n
   // into the channel rows at Args::in.
@@ -98,6 +107,11 @@ struct Kernels {
   // Both gradients of item n in one pass, in point order (FLOAT and DOUBLE, the accumulator in
   // the inputGrad view with the input's strides): the work of its gridGrad and slab calls.
   void (*item)(const Args& a, int64_t n);
+  // NOTE [ Split items ] in fast.cpp: the range of valid taps along the outermost axis of points
+  // [o0, o1) of item n (range[0] > range[1] when there is none); one part of item n, as `item`
+  // computes it.
+  void (*outer_range)(const Args& a, int64_t n, int64_t o0, int64_t o1, int64_t range[2]);
+  void (*item_part)(const Args& a, int64_t n, Part* part);
   const char* target;  // the instruction set these kernels were compiled for
 };
 
