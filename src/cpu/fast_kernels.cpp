@@ -1113,17 +1113,23 @@ HWY_INLINE bool Scattered(const Table& tab, size_t count) {
 // channel-last 0.33 -> 0.18 ms together with RowMask, 3D affine C = 16 channel-last 5.2 -> 4.6
 // ms), and gathers from channel-last rows of fewer than 8 channels now take the lean loop (NOTE
 // [ Lean gathers ]; random 2D C = 4 channel-last 512^2 9.3 -> 7.0 ms, random 3D C = 4 64^3 6.2
-// -> 5.1 ms). Nor where one item's input is at most kCachedBytes, which stays in L2 after its
-// first reads in whatever order (2D bicubic C = 2, 16 x 224: 0.087 -> 0.057 ms). Those compute
-// each vector's taps right before using them. The choice decides only the order of independent
-// reads, never results.
+// -> 5.1 ms). Nor where one item's input is at most kCachedBytes, which the caches keep after its
+// first reads in whatever order (2D bicubic C = 2, 16 x 224: 0.087 -> 0.057 ms). That bound was
+// 512 KiB, an L2, until 2026-12-05; inputs up to 2 MiB ran faster without the ring of tap tables
+// too (AMD Zen 5, 1 thread, backward, with -> without, 3 runs: 3D warp C = 3 channel-last 46 x 55
+// x 46, gridsample-register's field, 3.05 -> 2.00 ms, gridGrad alone 1.13 -> 0.84 ms, BF16 2.98
+// -> 2.28 ms, C = 4 3.30 -> 2.32 ms; random 3D C = 3 channel-last 46 x 55 x 46 3.52 -> 2.54 ms),
+// and past it mostly (C = 8 and 16 of that warp, 3.7 and 7.4 MiB, 3.69 -> 2.76 and 4.39 -> 3.48
+// ms), but not always (3D affine N = 2, C = 16 48^3 channel-last, 7 MiB an item, 8.3 -> 11.5 ms;
+// random 2D C = 16 bicubic 256^2, 4 MiB, 5.7 -> 6.9 ms). Those compute each vector's taps right
+// before using them. The choice decides only the order of independent reads, never results.
 template <class SI>
 HWY_INLINE int64_t RowBytes(const Args& a) {  // what a tap reads: a row of channels, or one element
   return (a.in_c == 1 ? a.p->C : 1) * int64_t(sizeof(SI));
 }
 template <class SI>
 HWY_INLINE bool TapsAhead(const Args& a) {
-  constexpr int64_t kCachedBytes = int64_t(1) << 19;
+  constexpr int64_t kCachedBytes = int64_t(2) << 20;
   return RowBytes<SI>(a) > int64_t(sizeof(SI)) &&
          a.p->C * a.p->in_points() * int64_t(sizeof(SI)) > kCachedBytes;
 }
