@@ -497,11 +497,11 @@ TEST(FastDirect, CoherentGridsMatchReference) {
 // NOTE [ Split items ] (src/cpu/fast.cpp): one item of FLOAT or DOUBLE planes on a coherent grid,
 // on more threads than items, runs as parts of its points, the taps below each part's split
 // replayed at the end: bit-identical to cpu:ref on 2 threads (N = 2: 4), and whatever 3 and 8
-// threads take (their parts may wait too much: kMaxWaiting), both gradients or inputGrad alone. Points that sample nothing or far away
-// (make_inputs' every 97th value) are replaced by their neighbours: with border padding a 1e30
-// samples the far edge, and its part would leave the next nothing to do before the replay. A grid
-// flipped along the outermost axis, whose later points sample the input below the earlier ones,
-// takes the slabs.
+// threads take (their parts may wait too much: kMaxWaiting), both gradients or inputGrad alone.
+// Points that sample nothing or far away (make_inputs' every 97th value) are replaced by their
+// neighbours: with border padding a 1e30 samples the far edge, and its part would leave the next
+// nothing to do before the replay. A grid flipped along the outermost axis, whose later points
+// sample the input below the earlier ones, takes the slabs.
 TEST(FastSplit, PartsMatchReference) {
   const int saved = set_threads(1);
   uint64_t seed = 900;
