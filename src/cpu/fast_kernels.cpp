@@ -996,6 +996,39 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
       q += run;
       continue;
     }
+    if (C >= 2 && C <= 4) {
+      // Rows of 2 to 4 channels: the planes' vectors interleaved into whole rows at once, where
+      // PlanesToRows' transposes stored 2 to 4 elements a row (1 thread, best of 5 interleaved
+      // rounds: 2D affine C = 2 nearest 100^2 -> 100 x 256 forward, whose copy of the input took
+      // 23% of its time, 0.034 -> 0.028 ms; random 2D N = 2, C = 4 256^2 bilinear 0.60 -> 0.53 ms;
+      // random 2D C = 3 BF16 128^2 0.083 -> 0.072 ms).
+      const size_t N = hn::Lanes(df);
+      for (int64_t x = x0; x < x0 + run; x += int64_t(N)) {
+        const size_t cnt = size_t(std::min<int64_t>(int64_t(N), x0 + run - x));
+        const S* from = src + off + x * sx;
+        T* to = dst + (r * W + x) * C;
+        const auto p0 = LoadPoints(df, from, sx, cnt), p1 = LoadPoints(df, from + sc, sx, cnt);
+        if (cnt < N) {
+          alignas(64) T rows[4 * kMaxLanes<DF>];
+          if (C == 2) hn::StoreInterleaved2(p0, p1, df, rows);
+          if (C == 3)
+            hn::StoreInterleaved3(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt), df, rows);
+          if (C == 4)
+            hn::StoreInterleaved4(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt),
+                                  LoadPoints(df, from + 3 * sc, sx, cnt), df, rows);
+          std::copy_n(rows, int64_t(cnt) * C, to);
+        } else if (C == 2) {
+          hn::StoreInterleaved2(p0, p1, df, to);
+        } else if (C == 3) {
+          hn::StoreInterleaved3(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt), df, to);
+        } else {
+          hn::StoreInterleaved4(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt),
+                                LoadPoints(df, from + 3 * sc, sx, cnt), df, to);
+        }
+      }
+      q += run;
+      continue;
+    }
     for (int64_t x = x0; x < x0 + run; x += kBlock) {
       const size_t cnt = size_t(std::min(kBlock, x0 + run - x));
       T* d0 = dst + (r * W + x) * C;
