@@ -772,7 +772,8 @@ bool split_items(const Problem& p, const Args& b, const Kernels& k, int threads)
   }
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < jobs; ++i) k.item_part(b, i / parts, &part[size_t(i)]);
-#pragma omp parallel for num_threads(int(std::min <int64_t>(threads, p.N))) schedule(dynamic, 1)
+  const int replay_threads = int(std::min<int64_t>(threads, p.N));
+#pragma omp parallel for num_threads(replay_threads) if (replay_threads > 1) schedule(dynamic, 1)
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t r = 1; r < parts; ++r) {
       const Part& q = part[size_t(n * parts + r)];
