@@ -747,7 +747,7 @@ constexpr double kMaxWaiting = 0.4;
 
 bool split_items(const Problem& p, const Args& b, const Kernels& k, int threads) {
   const int64_t parts = threads / std::max<int64_t>(1, p.N);
-  if (parts < 2 || b.points < parts * 1024) return false;
+  if (parts < 2 || b.points < parts * 1024) return false;  // (a floor for tiny parts, not tuned)
   const int64_t per = ceil_div(ceil_div(b.points, parts), 64) * 64, jobs = p.N * parts;
   std::vector<Part> part(static_cast<size_t>(jobs));
   std::vector<int64_t> range(static_cast<size_t>(2 * jobs));

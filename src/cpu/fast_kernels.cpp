@@ -1007,24 +1007,19 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
         const size_t cnt = size_t(std::min<int64_t>(int64_t(N), x0 + run - x));
         const S* from = src + off + x * sx;
         T* to = dst + (r * W + x) * C;
+        // A partial vector goes through a stack row buffer.
+        alignas(64) T rows[4 * kMaxLanes<DF>];
+        T* at = cnt < N ? rows : to;
         const auto p0 = LoadPoints(df, from, sx, cnt), p1 = LoadPoints(df, from + sc, sx, cnt);
-        if (cnt < N) {
-          alignas(64) T rows[4 * kMaxLanes<DF>];
-          if (C == 2) hn::StoreInterleaved2(p0, p1, df, rows);
-          if (C == 3)
-            hn::StoreInterleaved3(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt), df, rows);
-          if (C == 4)
-            hn::StoreInterleaved4(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt),
-                                  LoadPoints(df, from + 3 * sc, sx, cnt), df, rows);
-          std::copy_n(rows, int64_t(cnt) * C, to);
-        } else if (C == 2) {
-          hn::StoreInterleaved2(p0, p1, df, to);
+        if (C == 2) {
+          hn::StoreInterleaved2(p0, p1, df, at);
         } else if (C == 3) {
-          hn::StoreInterleaved3(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt), df, to);
+          hn::StoreInterleaved3(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt), df, at);
         } else {
           hn::StoreInterleaved4(p0, p1, LoadPoints(df, from + 2 * sc, sx, cnt),
-                                LoadPoints(df, from + 3 * sc, sx, cnt), df, to);
+                                LoadPoints(df, from + 3 * sc, sx, cnt), df, at);
         }
+        if (at == rows) std::copy_n(rows, int64_t(cnt) * C, to);
       }
       q += run;
       continue;
@@ -2486,55 +2481,6 @@ void ItemInWorkspace(const Args& a, int64_t n) {
   Unpack<S, D>(a, n, acc, 0, C, 0, a.size[D - 1]);
 }
 
-// Both gradients of item n in one pass over its points, in point order (NOTE [ Item backward ] in
-// fast.cpp): the input and the accumulator share their offsets, so one tap table serves the
-// gridGrad sums and the inputGrad updates. FLOAT and DOUBLE with the accumulator in the view
-// first; then the accumulator in the workspace (every FLOAT16/BF16 item, FLOAT/DOUBLE rows).
-template <class S, int D, int NT>
-void Item(const Args& a, int64_t n) {
-  using DF = DFOf<S>;
-  using T = TOf<S>;
-  if constexpr (std::is_same_v<S, T>) {
-    if (a.acc_in_workspace) return ItemInWorkspace<S, D, NT>(a, n);
-    using Table = TapTable<DF, D, NT>;
-    const Problem& p = *a.p;
-    T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
-    ZeroRegion<T, D>(a, acc, 0, p.C, 0, a.size[D - 1]);
-    const S* in = reinterpret_cast<const S*>(a.in) + n * a.in_n;
-    const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
-    // Nearest's gridGrad is 0 (GridGradImpl stores it); the others' is summed with the updates.
-    if (NT == 1 && p.want_grid_grad) GridGradImpl<S, S, D, NT>(a, n, 0, a.points);
-    S* gg =
-        p.want_grid_grad && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
-    alignas(64) T prod[kAddChannels][Table::kTaps][kMaxLanes<DF>] = {};
-    alignas(64) TIOf<DF> all_valid[kMaxLanes<DF>];
-    // NOTE [ Pair rows ] in fast.cpp: gridGrad reads the input's copy as rows of C channels, two
-    // channels at a time, with the planes' taps times C.
-    Args rows = a;
-    rows.in_c = 1;
-    const S* in_rows = a.grad_rows == nullptr
-                           ? nullptr
-                           : reinterpret_cast<const S*>(a.grad_rows) + n * p.C * p.in_points();
-    PointPipeline<S, S, D, NT>(
-        a, n, 0, a.points, gg != nullptr, TapsAhead<S>(a),
-        [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
-          if (gg != nullptr) {
-            // (FLOAT only, as fast.cpp's grad_pair_rows: GridGradSums scales 32-bit offsets.)
-            if (std::is_same_v<S, float> && a.grad_rows != nullptr)
-              GridGradVector<S, S, D, NT>(rows, in_rows, gout, gg, q, int(p.C));
-            else
-              GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
-          }
-          AllValid(q.tab, all_valid);
-          AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, all_valid, gout + q.fo, a.inner_feat,
-                             p.out.stride[1], q.count, prod);
-        },
-        acc);
-  } else {
-    ItemInWorkspace<S, D, NT>(a, n);
-  }
-}
-
 // The smallest and largest valid tap index along the outermost axis of the points [o0, o1) of
 // item n, in range[0] and range[1]; range[0] > range[1] when no tap is valid.
 template <class S, int D, int NT>
@@ -2563,58 +2509,103 @@ void OuterRange(const Args& a, int64_t n, int64_t o0, int64_t o1, int64_t range[
   range[1] = int64_t(hn::GetLane(hn::MaxOfLanes(df, hi)));
 }
 
-// One part of item n's points (NOTE [ Split items ] in fast.cpp), as Item computes them: the
-// accumulator's outermost indices [split, zero_end) zeroed, then the points' taps from split up
-// (the first and last vector with a tap below it recorded); or, with part->replay, only the taps
-// below split, and no gridGrad. FLOAT and DOUBLE with the accumulator in the view only (fast.cpp
-// never calls it otherwise).
+// The points [part->o0, part->o1) of item n (FLOAT and DOUBLE, the accumulator in the view):
+// the accumulator's outermost indices [split, zero_end) zeroed, then both gradients in one pass
+// in point order, the tap table serving the gridGrad sums and the inputGrad updates. With split >
+// 0 (NOTE [ Split items ] in fast.cpp) only the taps from split up, the first and last vector with
+// a tap below it recorded; with part->replay only the taps below split, and no gridGrad.
 template <class S, int D, int NT>
-void ItemPart(const Args& a, int64_t n, Part* out) {
+void ItemPoints(const Args& a, int64_t n, Part* out) {
   using DF = DFOf<S>;
-  using T = TOf<S>;
-  if constexpr (std::is_same_v<S, T>) {
-    using Table = TapTable<DF, D, NT>;
-    constexpr int kTaps = Table::kTaps;
-    Part local = *out;  // (the parts lie side by side: no line shared with another thread's)
-    Part* const part = &local;
-    const DIOf<DF> di;
-    const Problem& p = *a.p;
-    T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
-    const S* in = reinterpret_cast<const S*>(a.in) + n * a.in_n;
-    const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
-    const bool grads = p.want_grid_grad && !part->replay;
-    if (NT == 1 && grads) GridGradImpl<S, S, D, NT>(a, n, part->o0, part->o1);
-    S* gg = grads && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
-    const int64_t z0 = part->replay ? 0 : part->split;
-    const int64_t z1 = part->replay ? part->split : a.size[D - 1];
-    if (!part->replay) ZeroRegion<T, D>(a, acc, 0, p.C, part->split, part->zero_end);
-    alignas(64) T prod[kAddChannels][kTaps][kMaxLanes<DF>] = {};
-    alignas(64) TIOf<DF> inside[kTaps][kMaxLanes<DF>];
-    alignas(64) TIOf<DF> all_inside[kMaxLanes<DF>];
-    PointPipeline<S, S, D, NT>(
-        a, n, part->o0, part->o1, gg != nullptr, TapsAhead<S>(a),
-        [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
-          if (gg != nullptr) GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
-          InsideSlab(q.tab, z0, z1, inside, all_inside);
-          auto any = hn::Zero(di), left = hn::Zero(di);
-          for (int t = 0; t < kTaps; ++t) {
-            const auto m = hn::Load(di, inside[t]);
-            any = hn::Or(any, m);
-            left = hn::Or(left, hn::AndNot(m, hn::Load(di, q.tab.valid[t])));
-          }
-          if (!part->replay && !hn::AllTrue(di, hn::Eq(left, hn::Zero(di)))) {
-            if (part->first < 0) part->first = q.o;
-            part->last = q.o + int64_t(q.count);
-          }
-          if (hn::AllTrue(di, hn::Eq(any, hn::Zero(di)))) return;
-          AddTaps<DF, D, NT>(a, acc, q.tab, inside, all_inside, gout + q.fo, a.inner_feat,
+  using T = S;
+  using Table = TapTable<DF, D, NT>;
+  constexpr int kTaps = Table::kTaps;
+  Part local = *out;  // (the parts lie side by side: no line shared with another thread's)
+  Part* const part = &local;
+  const DIOf<DF> di;
+  const Problem& p = *a.p;
+  T* acc = reinterpret_cast<T*>(a.acc) + n * a.acc_n;
+  if (!part->replay) ZeroRegion<T, D>(a, acc, 0, p.C, part->split, part->zero_end);
+  const S* in = reinterpret_cast<const S*>(a.in) + n * a.in_n;
+  const S* gout = Ptr<S>(p.out, n * p.out.stride[0]);
+  // Nearest's gridGrad is 0 (GridGradImpl stores it); the others' is summed with the updates.
+  const bool grads = p.want_grid_grad && !part->replay;
+  if (NT == 1 && grads) GridGradImpl<S, S, D, NT>(a, n, part->o0, part->o1);
+  S* gg = grads && NT != 1 ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
+  // NOTE [ Pair rows ] in fast.cpp: gridGrad reads the input's copy as rows of C channels, two
+  // channels at a time, with the planes' taps times C.
+  Args rows = a;
+  rows.in_c = 1;
+  const S* in_rows = a.grad_rows == nullptr
+                         ? nullptr
+                         : reinterpret_cast<const S*>(a.grad_rows) + n * p.C * p.in_points();
+  // Every tap of the points (split 0), or those inside [z0, z1) along the outermost axis.
+  const bool all = !part->replay && part->split == 0;
+  const int64_t z0 = part->replay ? 0 : part->split;
+  const int64_t z1 = part->replay ? part->split : a.size[D - 1];
+  alignas(64) T prod[kAddChannels][kTaps][kMaxLanes<DF>] = {};
+  alignas(64) TIOf<DF> inside[kTaps][kMaxLanes<DF>];
+  alignas(64) TIOf<DF> all_inside[kMaxLanes<DF>];
+  PointPipeline<S, S, D, NT>(
+      a, n, part->o0, part->o1, gg != nullptr, TapsAhead<S>(a),
+      [&](const PointVector<DF, D, NT>& q) HWY_ATTR {
+        if (gg != nullptr) {
+          // (FLOAT only, as fast.cpp's grad_pair_rows: GridGradSums scales 32-bit offsets.)
+          if (std::is_same_v<S, float> && a.grad_rows != nullptr)
+            GridGradVector<S, S, D, NT>(rows, in_rows, gout, gg, q, int(p.C));
+          else
+            GridGradVector<S, S, D, NT>(a, in, gout, gg, q);
+        }
+        if (all) {
+          AllValid(q.tab, all_inside);
+          AddTaps<DF, D, NT>(a, acc, q.tab, q.tab.valid, all_inside, gout + q.fo, a.inner_feat,
                              p.out.stride[1], q.count, prod);
-        },
-        acc);
-    *out = local;
+          return;
+        }
+        InsideSlab(q.tab, z0, z1, inside, all_inside);
+        auto any = hn::Zero(di), left = hn::Zero(di);
+        for (int t = 0; t < kTaps; ++t) {
+          const auto m = hn::Load(di, inside[t]);
+          any = hn::Or(any, m);
+          left = hn::Or(left, hn::AndNot(m, hn::Load(di, q.tab.valid[t])));
+        }
+        if (!part->replay && !hn::AllTrue(di, hn::Eq(left, hn::Zero(di)))) {
+          if (part->first < 0) part->first = q.o;
+          part->last = q.o + int64_t(q.count);
+        }
+        if (hn::AllTrue(di, hn::Eq(any, hn::Zero(di)))) return;
+        AddTaps<DF, D, NT>(a, acc, q.tab, inside, all_inside, gout + q.fo, a.inner_feat,
+                           p.out.stride[1], q.count, prod);
+      },
+      acc);
+  *out = local;
+}
+
+// Both gradients of item n in one pass over its points, in point order (NOTE [ Item backward ] in
+// fast.cpp): the input and the accumulator share their offsets, so one tap table serves the
+// gridGrad sums and the inputGrad updates. FLOAT and DOUBLE with the accumulator in the view
+// first; then the accumulator in the workspace (every FLOAT16/BF16 item, FLOAT/DOUBLE rows).
+template <class S, int D, int NT>
+void Item(const Args& a, int64_t n) {
+  if constexpr (std::is_same_v<S, TOf<S>>) {
+    if (a.acc_in_workspace) return ItemInWorkspace<S, D, NT>(a, n);
+    Part whole;
+    whole.o1 = a.points;
+    whole.zero_end = a.size[D - 1];
+    ItemPoints<S, D, NT>(a, n, &whole);
   } else {
-    (void)a, (void)n, (void)out;
+    ItemInWorkspace<S, D, NT>(a, n);
   }
+}
+
+// One part of item n (NOTE [ Split items ] in fast.cpp): ItemPoints, FLOAT and DOUBLE with the
+// accumulator in the view only (fast.cpp never calls it otherwise).
+template <class S, int D, int NT>
+void ItemPart(const Args& a, int64_t n, Part* part) {
+  if constexpr (std::is_same_v<S, TOf<S>>)
+    ItemPoints<S, D, NT>(a, n, part);
+  else
+    (void)a, (void)n, (void)part;
 }
 
 template <class S, int D, int NT>
