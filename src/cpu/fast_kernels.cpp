@@ -1761,7 +1761,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
       alignas(64) T gtile[kN][kChunk];
       alignas(64) T gcol[kChunk][kN];
       const T* rows[kN];
-      hn::Vec<DF> blk[kN];
+      hn::Vec<DF> blk[kN] = {};  // (GCC 12 warns of lanes past N on the scalar target)
       for (int64_t c0 = 0; c0 < C; c0 += kChunk) {
         const int64_t cc = std::min(kChunk, C - c0);
         if (!go_rows) {
