@@ -591,9 +591,11 @@ TEST(FastRowsAhead, WideRowsPastTheCaches) {
 // NOTE [ Pair rows ] (src/cpu/fast.cpp): a channel-first FLOAT forward of 2 to 7 channels on a
 // random grid (nearest: up to 15 channels, on any grid) with two or more tap reads per input point
 // copies the input into rows and gathers channels two by two from them (odd counts end with one
-// channel); with fewer reads, or bilinear and bicubic on a coherent grid, it gathers from the
-// planes, and bilinear and bicubic with 9 channels read rows a row at a time. Every mode,
-// 2D and 3D, plain and strided (flipped) views, 1 and 3 threads: out bit-identical to cpu:ref.
+// channel); nearest with 2 channels from one read per input point, but not where more threads
+// than items read a copy that fits L2; with fewer reads, or bilinear and bicubic on a coherent
+// grid, it gathers from the planes, and bilinear and bicubic with 9 channels read rows a row at a
+// time. Every mode, 2D and 3D, plain and strided (flipped) views, 1 and 3 threads: out
+// bit-identical to cpu:ref.
 TEST(FastPairRows, ForwardMatchesReference) {
   const int saved = set_threads(1);
   uint64_t seed = 700;
@@ -609,12 +611,15 @@ TEST(FastPairRows, ForwardMatchesReference) {
         c.m = {interp, int64_t(seed % 3), seed % 2 == 0};
         c.strided = seed % 4 == 1;
         c.flip = c.strided;
-        for (const char* kind : {"rows", "few reads", "coherent"}) {
+        for (const char* kind : {"rows", "few reads", "one read", "coherent"}) {
           Case k = c;
           k.seed = ++seed;
           const std::string what(kind);
           if (what == "few reads")  // under two tap reads per input point, bicubic's too
             k.out = nd == 3 ? std::vector<int64_t>{2, 2, 3} : std::vector<int64_t>{5, 6};
+          if (what == "one read")  // as many output points as input points, enough for 3 threads
+            k.in = k.out =
+                nd == 3 ? std::vector<int64_t>{12, 14, 14} : std::vector<int64_t>{48, 48};
           k.coherent = what == "coherent";
           SCOPED_TRACE(k.name() + " " + what);
           const Inputs in = make_inputs(k);
@@ -623,8 +628,10 @@ TEST(FastPairRows, ForwardMatchesReference) {
             set_threads(threads);
             std::string log;
             const Outputs fast = logged_run(k, in, &log);
+            const bool one_read = interp != 1 || (C == 2 && threads == 1);
             const bool rows =
-                (C < 8 || interp == 1) && (what == "rows" || (what == "coherent" && interp == 1));
+                (C < 8 || interp == 1) && (what == "rows" || (what == "coherent" && interp == 1) ||
+                                           (what == "one read" && one_read));
             EXPECT_EQ(log.find("fwd") != std::string::npos &&
                           log.find(": gathers from channel rows") != std::string::npos,
                       rows)
