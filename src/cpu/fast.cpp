@@ -217,7 +217,8 @@ bool reads_input(const Problem& p) {
 // nothing left over, it does (AMD Zen 5, 1 thread, forward, planes -> rows: 2D affine C = 2
 // 512 x 32 reflection 35 -> 26 us, N = 4 100^2 57 -> 40 us, 2D warp C = 2 1024^2 3.19 -> 1.83 ms,
 // random 2D N = 2 256^2 0.214 -> 0.147 ms, 3D warp C = 2 64^3 0.52 -> 0.46 ms, random 3D 0.55 ->
-// 0.42 ms; C = 3 512 x 32 39 -> 41 us, C = 4 43 -> 41 us, C = 8 69 -> 77 us). Not where one
+// 0.42 ms; not clearly with more channels: C = 3 512 x 32 39 -> 41 us, C = 4 43 -> 41 us, C = 8
+// 69 -> 77 us). Not where one
 // item's input fits L2 and more threads than items read it (pair_rows_shared): one thread copies
 // it, and the others read the copy from its caches (2 threads, N = 1: 2D affine C = 2 512 x 32
 // 20 -> 41 us, 128^2 16 -> 31 us; the same with N = 2 25 -> 22 us, 2D warp C = 2 512^2 0.22 ->
@@ -230,6 +231,8 @@ bool pair_rows(const Problem& p) {
   // Rows whose offsets the vector index math holds (else the planes, which accepts() takes).
   return p.C < max_c && rows_fit(p) && tap_reads(p) >= min_reads * p.in_points();
 }
+// Whether pair_rows' copy at under two reads per input point (nearest, C = 2) is left out on
+// `threads` threads: see above.
 bool pair_rows_shared(const Problem& p, int threads) {
   return tap_reads(p) < 2 * p.in_points() && p.N < threads &&
          p.C * p.in_points() * compute_size(p) <= kL2Bytes;

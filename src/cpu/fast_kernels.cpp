@@ -1254,13 +1254,15 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   // (NOTE [ Pair gathers ]).
   const bool channel_pairs = std::is_same_v<SI, float> && in_c_stride == 1 && C >= 2;
   // With `pairs`, taps t and t + 1 are gathered together (NOTE [ Pair gathers ]).
-  // NOTE [ Closure copies ]: `gathers` holds copies of the values it reads, not references. Called
-  // from the lambdas of the loop over vectors, it read each through two loads per channel and
-  // vector (the enclosing closure's pointer, then the variable), which GCC did not hoist (AMD Zen
-  // 5, 1 thread, best of 5 interleaved rounds, forward: random 2D N = 4, C = 2 64 x 128 bilinear
-  // 0.090 -> 0.069 ms, random 3D C = 2 64^3 1.53 -> 1.34 ms, BF16 random 2D C = 3 128^2 0.165 ->
-  // 0.144 ms, 3D warp C = 8 nearest 0.66 -> 0.59 ms, 2D affine C = 2 nearest 512 x 32 0.037 ->
-  // 0.033 ms; one channel unchanged).
+  // NOTE [ Closure copies ]: a vector store may alias any memory (the intrinsics' vector types
+  // do), so after each one GCC reloads what a lambda reads through its closure: for a reference
+  // captured from an enclosing lambda, two loads per variable (the closure's pointer, then the
+  // variable). So `gathers`, called per vector from the lambdas of the loop over vectors, holds
+  // copies (AMD Zen 5, 1 thread, best of 5 interleaved rounds, forward: random 2D N = 4, C = 2
+  // 64 x 128 bilinear 0.090 -> 0.069 ms, random 3D C = 2 64^3 1.53 -> 1.34 ms, BF16 random 2D
+  // C = 3 128^2 0.165 -> 0.144 ms, 3D warp C = 8 nearest 0.66 -> 0.59 ms, 2D affine C = 2 nearest
+  // 512 x 32 0.037 -> 0.033 ms; one channel unchanged), and AddTaps' row updates are a function
+  // (AddRowVectors), whose arguments stay in registers.
   auto gathers = [=](auto pairs, const hn::Vec<DIOf<DF>>* off, const hn::Vec<DF>* w,
                      const hn::Mask<DF>* valid, int64_t fo,
                      size_t count) HWY_ATTR GS_INLINE_LAMBDA {
@@ -2108,11 +2110,9 @@ HWY_NOINLINE bool WindowUpdates(hn::TFromD<DF>* acc, int64_t sc, int64_t C,
 #endif
 }
 
-// AddTaps' updates of rows of kV full vectors, each point's gradOutput row kept in registers. NOTE
-// [ Closure copies ]: a function, whose arguments stay in registers; in a lambda, each vector store
-// (which may alias anything) made GCC reload the captured pointers through the closure before the
-// next update (AMD Zen 5, 1 thread, backward, best of 5 interleaved rounds: random 3D N = 2, C =
-// 32 channel-last 32^3 5.0 -> 4.5 ms, 3D warp C = 64 channel-last 32^3 3.19 -> 2.80 ms).
+// AddTaps' updates of rows of kV full vectors, each point's gradOutput row kept in registers; a
+// function, not a lambda (NOTE [ Closure copies ]; 1 thread, backward: random 3D N = 2, C = 32
+// channel-last 32^3 5.0 -> 4.5 ms, 3D warp C = 64 channel-last 32^3 3.19 -> 2.80 ms).
 template <class DF, int D, int NT, class Vectors>
 HWY_INLINE void AddRowVectors(Vectors, hn::TFromD<DF>* acc, const TapTable<DF, D, NT>& st,
                               const TIOf<DF> (*inside)[kMaxLanes<DF>], const hn::TFromD<DF>* go,
