@@ -623,10 +623,10 @@ struct AxisLanes {
 };
 
 // math::axis_taps on a vector of points, from the same lane-generic functions. Returns the lanes
-// whose point samples something.
+// whose point samples something. `scattered`: Args::scattered.
 template <class DF, int NT>
 HWY_INLINE LaneMask<DF> AxisTapsV(Lanes<DF> g, int64_t s, Padding padding, bool align,
-                                  AxisLanes<DF, NT>* ax) {
+                                  bool scattered, AxisLanes<DF, NT>* ax) {
   using L = Lanes<DF>;
   const L size(s);
   const L zero(0);
@@ -644,7 +644,7 @@ HWY_INLINE LaneMask<DF> AxisTapsV(Lanes<DF> g, int64_t s, Padding padding, bool 
         // Truncated as cpu:ref's int64 cast: a tap too large for T to hold its neighbours apart
         // reflects to a half-integer (found by fuzz/fuzz_values.cpp).
         L unused;
-        t = L(hn::Trunc(pad_coord(t, s, padding, align, &unused).v));
+        t = L(hn::Trunc(pad_coord(t, s, padding, align, &unused, !scattered).v));
       }
       ax->ok[k] = (t >= zero) & (t < size);
       ax->pos[k] = where(ax->ok[k], t, zero);
@@ -652,7 +652,7 @@ HWY_INLINE LaneMask<DF> AxisTapsV(Lanes<DF> g, int64_t s, Padding padding, bool 
     return ok;
   } else {
     L u;
-    const auto ok = linear_coord(g, s, padding, align, &u, &ax->mult);
+    const auto ok = linear_coord(g, s, padding, align, &u, &ax->mult, !scattered);
     const L uc = where(ok, u, zero);
     if constexpr (NT == 1) {
       const L r = lane_nearbyint(uc);
@@ -732,12 +732,12 @@ HWY_INLINE hn::Vec<DIOf<DF>> AxisOffset(DF df, Lanes<DF> pos, int64_t stride) {
 // the lanes whose point samples something.
 // `size`: the input size along each axis (Args::size, or a copy of it in locals).
 template <class DF, int D, int NT>
-HWY_INLINE LaneMask<DF> AxesTaps(const int64_t* size, Padding padding, bool align,
+HWY_INLINE LaneMask<DF> AxesTaps(const int64_t* size, Padding padding, bool align, bool scattered,
                                  const Lanes<DF> g[D], size_t count, AxisLanes<DF, NT> ax[D]) {
   LaneMask<DF> pv{hn::FirstN(DF(), count)};
   GS_UNROLL_AXES
   for (int d = D - 1; d >= 0; --d)
-    pv = pv & AxisTapsV<DF, NT>(g[d], size[d], padding, align, &ax[d]);
+    pv = pv & AxisTapsV<DF, NT>(g[d], size[d], padding, align, scattered, &ax[d]);
   return pv;
 }
 
@@ -783,7 +783,7 @@ HWY_INLINE void BuildTaps(const Args& a, const Lanes<DF> g[D], size_t count, con
   const DIOf<DF> di;
   AxisLanes<DF, NT> ax[D];
   const LaneMask<DF> pv =
-      AxesTaps<DF, D, NT>(a.size, a.p->padding, a.p->align_corners, g, count, ax);
+      AxesTaps<DF, D, NT>(a.size, a.p->padding, a.p->align_corners, a.scattered, g, count, ax);
   for (int k = 0; k < NT; ++k) hn::Store(ax[D - 1].pos[k].v, df, tab->zpos[k]);
   ForEachTap<DF, D, NT>(
       ax, pv, sp, [&](int t, const int* k, L w, LaneMask<DF> v, hn::Vec<DIOf<DF>> off) HWY_ATTR {
@@ -1324,6 +1324,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     for (int d = 0; d < D; ++d) size[d] = a.size[d];
     int64_t sp[D];
     for (int d = 0; d < D; ++d) sp[d] = a.in_sp[d];
+    const bool scattered = a.scattered;
     auto run = [&](auto padding_c, auto align_c) HWY_ATTR {
       const Padding padding = padding_c;
       const bool align = align_c;
@@ -1333,7 +1334,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
             Lanes<DF> g[D];
             LoadGrid<DF, S, D>(df, a, grid, go, count, g);
             AxisLanes<DF, NT> ax[D];
-            const auto pv = AxesTaps<DF, D, NT>(size, padding, align, g, count, ax);
+            const auto pv = AxesTaps<DF, D, NT>(size, padding, align, scattered, g, count, ax);
             hn::Vec<DIOf<DF>> off[kTaps];
             hn::Vec<DF> w[kTaps];
             hn::Mask<DF> valid[kTaps];
@@ -1570,7 +1571,8 @@ template <class DF, int D, int NT>
 HWY_INLINE void ComputeOuterTaps(DF df, const Args& a, Lanes<DF> g, OuterTaps<DF, NT>* z) {
   const DIOf<DF> di;
   AxisLanes<DF, NT> ax;
-  const auto pv = AxisTapsV<DF, NT>(g, a.size[D - 1], a.p->padding, a.p->align_corners, &ax);
+  const auto pv =
+      AxisTapsV<DF, NT>(g, a.size[D - 1], a.p->padding, a.p->align_corners, a.scattered, &ax);
   hn::Vec<DIOf<DF>> sl[NT];  // each tap's slab (0 for an invalid tap)
   hn::Mask<DIOf<DF>> ok[NT];
   for (int k = 0; k < NT; ++k) {
@@ -2388,8 +2390,8 @@ void SlabDirect(const Args& a, int64_t n, int64_t s) {
       LoadGrid<DF, S, D>(df, a, grid, go, count, g);
       if (!home) {  // a look along the outermost axis first: is any tap inside the slab?
         AxisLanes<DF, NT> ax;
-        const LaneMask<DF> ok =
-            AxisTapsV<DF, NT>(g[D - 1], a.size[D - 1], p.padding, p.align_corners, &ax);
+        const LaneMask<DF> ok = AxisTapsV<DF, NT>(g[D - 1], a.size[D - 1], p.padding,
+                                                  p.align_corners, a.scattered, &ax);
         LaneMask<DF> hit{hn::FirstN(df, 0)};
         for (int k = 0; k < NT; ++k) hit = hit | (ax.ok[k] & (ax.pos[k] >= lo) & (ax.pos[k] < hi));
         if (hn::AllFalse(df, hn::And(hn::And(ok.m, hit.m), hn::FirstN(df, count)))) return;
@@ -2520,8 +2522,8 @@ void OuterRange(const Args& a, int64_t n, int64_t o0, int64_t o1, int64_t range[
                   Lanes<DF> g[D];
                   LoadGrid<DF, S, D>(df, a, grid, go, count, g);
                   AxisLanes<DF, NT> ax;
-                  const LaneMask<DF> ok =
-                      AxisTapsV<DF, NT>(g[D - 1], a.size[D - 1], p.padding, p.align_corners, &ax);
+                  const LaneMask<DF> ok = AxisTapsV<DF, NT>(g[D - 1], a.size[D - 1], p.padding,
+                                                            p.align_corners, a.scattered, &ax);
                   const auto live = hn::And(ok.m, hn::FirstN(df, count));
                   for (int k = 0; k < NT; ++k) {
                     const auto m = hn::And(live, ax.ok[k].m);

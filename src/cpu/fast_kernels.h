@@ -45,6 +45,9 @@ struct Args {
   // A coherent grid's taps and their x neighbours gathered as pairs (NOTE [ Pair gathers ] in
   // fast_kernels.cpp).
   bool pair_gathers = false;
+  // A reflection-padded grid sampled and found not coherent: the taps skip reflection's test for
+  // every lane inside the domain (NOTE [ Scattered reflection ] in fast.cpp).
+  bool scattered = false;
   // The item backward's gridGrad reads a copy of the input as rows of C channels here, [N, spatial,
   // C], whose offsets are C times the planes' (NOTE [ Pair rows ] in fast.cpp); null if not.
   const char* grad_rows = nullptr;

@@ -51,8 +51,13 @@ GS_HD T clamp_coord(T u, int64_t s, T* d) {
 
 // Reflect into the domain (mirror lines 0 and s - 1 with align_corners, else -0.5 and
 // s - 0.5); `d` receives the derivative sign (+1 or -1; 0 when the domain is one point).
+// `inside_first`: whether to test first for every lane inside the domain. That pays where
+// consecutive calls agree on the test, as on a coherent grid; on a scattered grid with points a
+// little outside [-1, 1] the test goes either way, and its mispredicted branch costs more than
+// the one-fold code that gives the same results (NOTE [ Scattered reflection ] in
+// src/cpu/fast.cpp).
 template <typename T, LaneEnable<T> = 0>
-GS_HD T reflect_coord(T u, int64_t s, bool align_corners, T* d) {
+GS_HD T reflect_coord(T u, int64_t s, bool align_corners, T* d, bool inside_first = true) {
   const int64_t span_i = align_corners ? s - 1 : s;
   if (span_i == 0) {
     *d = T(0);
@@ -64,7 +69,7 @@ GS_HD T reflect_coord(T u, int64_t s, bool align_corners, T* d) {
   // Inside the domain (the common case) nothing folds: 0 <= x0 < span gives fmod(x0, span) = x0
   // and floor(x0 / span) = 0 (x0 / span < 1 rounds below 1), so the general code below would
   // return lo + x0 with the sign +1 too; only faster, without the division.
-  if (lane_all((x0 >= T(0)) & (x0 < span))) {
+  if (inside_first && lane_all((x0 >= T(0)) & (x0 < span))) {
     *d = T(1);
     return lo + x0;
   }
@@ -91,15 +96,17 @@ GS_HD T reflect_coord(T u, int64_t s, bool align_corners, T* d) {
   return where(odd, lo + (span - r), lo + r);
 }
 
-// SPEC §4.2: the padded coordinate and the padding part of the multiplier.
+// SPEC §4.2: the padded coordinate and the padding part of the multiplier (`inside_first`: as
+// reflect_coord).
 template <typename T, LaneEnable<T> = 0>
-GS_HD T pad_coord(T u, int64_t s, Padding padding, bool align_corners, T* d) {
+GS_HD T pad_coord(T u, int64_t s, Padding padding, bool align_corners, T* d,
+                  bool inside_first = true) {
   switch (padding) {
     case Padding::Border:
       return clamp_coord(u, s, d);
     case Padding::Reflection: {
       T dr, dc;
-      const T r = reflect_coord(u, s, align_corners, &dr);
+      const T r = reflect_coord(u, s, align_corners, &dr, inside_first);
       const T c = clamp_coord(r, s, &dc);
       *d = dr * dc;
       return c;
@@ -113,12 +120,13 @@ GS_HD T pad_coord(T u, int64_t s, Padding padding, bool align_corners, T* d) {
 
 // Bilinear and nearest (SPEC §4.2 - §4.4): the padded coordinate `u` and the multiplier du/dg
 // of grid value g. The result is false (per lane) where the point samples nothing
-// (NOTE [ Non-finite and huge coordinates ]).
+// (NOTE [ Non-finite and huge coordinates ]). `inside_first`: as reflect_coord.
 template <typename T, LaneEnable<T> = 0>
-GS_HD auto linear_coord(T g, int64_t s, Padding padding, bool align_corners, T* u, T* mult) {
+GS_HD auto linear_coord(T g, int64_t s, Padding padding, bool align_corners, T* u, T* mult,
+                        bool inside_first = true) {
   T m, dpad;
   const T u0 = unnormalize(g, s, align_corners, &m);
-  *u = pad_coord(u0, s, padding, align_corners, &dpad);
+  *u = pad_coord(u0, s, padding, align_corners, &dpad, inside_first);
   *mult = m * dpad;
   return coord_ok(*u);
 }
