@@ -508,8 +508,8 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
   // (Sampled for that alone, the answer decides nothing else.)
   if (may_change || rows_ahead_pay || pairs) *coherent = coherent_grid(p);
   const bool is_coherent = coherent->value_or(false);
-  a.scattered = p.padding == Padding::Reflection &&
-                !(coherent->has_value() ? is_coherent : coherent_grid(p));
+  a.scattered =
+      p.padding == Padding::Reflection && !(coherent->has_value() ? is_coherent : coherent_grid(p));
   a.pair_gathers = pairs && is_coherent;
   // NOTE [ Rows ahead ] in fast_kernels.cpp: points of up to 16 bytes along a row (planes,
   // narrow channel-last rows); a forward's rows of up to 128 bytes too where its input and output

@@ -1986,6 +1986,7 @@ void GridGrad(const Args& a, int64_t n, int64_t o0, int64_t o1) {
 
 // Channels of planes that AddTaps updates together: a tap's offset then serves them all.
 constexpr int kAddChannels = 4;
+static_assert(kAddChannels == 4, "AddTaps' channel row updates take K = 2 to 4");
 
 // NOTE [ Window updates ]: where the points of a vector step strictly forward through memory,
 // their updates to channel planes are vectors instead of single elements (AVX-512). A vector
@@ -2140,6 +2141,50 @@ HWY_INLINE void AddRowVectors(Vectors, hn::TFromD<DF>* acc, const TapTable<DF, D
   }
 }
 
+// NOTE [ Channel row updates ]: AddTaps' K = 2 to 4 channels side by side (a channel-last
+// inputGrad) take one update of K lanes per tap (2 and a single element for K = 3), their
+// products stored interleaved into `rows` ([kTaps][K * kMaxLanes], point-major), instead of K
+// single-element updates (the same additions). A function, not a lambda (NOTE [ Closure copies
+// ]).
+template <class DF, int D, int NT, int K>
+HWY_INLINE void AddChannelRows(hn::TFromD<DF>* acc, const TapTable<DF, D, NT>& st,
+                               const TIOf<DF> (*inside)[kMaxLanes<DF>], const TIOf<DF>* all_inside,
+                               const hn::TFromD<DF>* go, int64_t ps, int64_t cs, size_t count,
+                               hn::TFromD<DF>* rows) {
+  using T = hn::TFromD<DF>;
+  constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+  constexpr size_t kRow = K * kMaxLanes<DF>;
+  const DF df;
+  hn::Vec<DF> g[K];
+  for (int i = 0; i < K; ++i) g[i] = LoadPoints(df, go + i * cs, ps, count);
+  for (int t = 0; t < kTaps; ++t) {
+    const auto w = hn::Load(df, st.w[t]);
+    if constexpr (K == 2)
+      hn::StoreInterleaved2(hn::Mul(w, g[0]), hn::Mul(w, g[1]), df, rows + t * kRow);
+    else if constexpr (K == 3)
+      hn::StoreInterleaved3(hn::Mul(w, g[0]), hn::Mul(w, g[1]), hn::Mul(w, g[2]), df,
+                            rows + t * kRow);
+    else
+      hn::StoreInterleaved4(hn::Mul(w, g[0]), hn::Mul(w, g[1]), hn::Mul(w, g[2]), hn::Mul(w, g[3]),
+                            df, rows + t * kRow);
+  }
+  const hn::CappedTag<T, K == 3 ? 2 : K> dk;
+  for (size_t j = 0; j < count; ++j) {
+    auto update = [&](int t) HWY_ATTR {
+      T* e = acc + st.off[t][j];
+      const T* r = rows + t * kRow + K * j;
+      hn::StoreU(hn::Add(hn::LoadU(dk, e), hn::LoadU(dk, r)), dk, e);
+      if constexpr (K == 3) e[2] += r[2];
+    };
+    if (all_inside != nullptr && all_inside[j] != 0) {
+      for (int t = 0; t < kTaps; ++t) update(t);
+    } else {
+      for (int t = 0; t < kTaps; ++t)
+        if (inside[t][j] != 0) update(t);
+    }
+  }
+}
+
 // Adds w * gradOutput at the taps of a vector of `count` points to the accumulator, point by
 // point, each point's taps in cpu:ref's order; lane j's gradOutput channel c is go[j * ps + c * cs]
 // (cs = 1 when the accumulator is rows). Taps whose `inside` entry is 0 are skipped; `all_inside`
@@ -2172,12 +2217,24 @@ HWY_INLINE void AddTaps(const Args& a, hn::TFromD<DF>* acc, const TapTable<DF, D
       return;
     for (int64_t c0 = 0; c0 < C; c0 += kAddChannels) {
       const int64_t cc = std::min<int64_t>(kAddChannels, C - c0);
+      T* acc0 = acc + c0 * sc;
+      if (sc == 1 && cc >= 2) {  // NOTE [ Channel row updates ]
+        if (cc == 2)
+          AddChannelRows<DF, D, NT, 2>(acc0, st, inside, all_inside, go + c0 * cs, ps, cs, count,
+                                       &prod[0][0][0]);
+        else if (cc == 3)
+          AddChannelRows<DF, D, NT, 3>(acc0, st, inside, all_inside, go + c0 * cs, ps, cs, count,
+                                       &prod[0][0][0]);
+        else
+          AddChannelRows<DF, D, NT, 4>(acc0, st, inside, all_inside, go + c0 * cs, ps, cs, count,
+                                       &prod[0][0][0]);
+        continue;
+      }
       for (int64_t i = 0; i < cc; ++i) {
         const auto g = LoadPoints(df, go + (c0 + i) * cs, ps, count);
         for (int t = 0; t < kTaps; ++t)
           hn::Store(hn::Mul(hn::Load(df, st.w[t]), g), df, prod[i][t]);
       }
-      T* acc0 = acc + c0 * sc;
       auto points = [&](auto single) HWY_ATTR {  // (one channel: a constant count)
         const int64_t n = decltype(single)::value ? 1 : cc;
         for (size_t j = 0; j < count; ++j) {
