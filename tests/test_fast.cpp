@@ -727,7 +727,8 @@ TEST(FastWindow, UpdatesMatchReference) {
 // or, when nothing reads the input, as inputGrad, rounded into inputGrad at the end) and FLOAT
 // and DOUBLE channel rows (copied at the end), beside the accumulator in the view (FLOAT and
 // DOUBLE planes or channel-last rows). Every channel count that changes a loop (1, 2,
-// 3: per channel; 4, 5, 8: rows shorter than a vector; 16, 17, 32: whole vectors and a tail),
+// 3: per channel; 4, 5, 6, 7, 8: rows shorter than a vector, and in a channel-last view rows of 2
+// to 4 channels updated at once; 16, 17, 32: whole vectors and a tail),
 // both layouts, views with gaps, every mode, with and without gridGrad: out and inputGrad
 // bit-identical to cpu:ref, as the slab path's are (8 threads, 1 item, more points), gridGrad
 // within tolerance.
@@ -742,7 +743,7 @@ TEST(FastItem, ItemsMatchReference) {
   };
   uint64_t seed = 500;
   for (aclDataType dt : {ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_DOUBLE})
-    for (int64_t C : {1, 2, 3, 4, 5, 8, 16, 17, 32})
+    for (int64_t C : {1, 2, 3, 4, 5, 6, 7, 8, 16, 17, 32})
       for (bool cl : {false, true}) {
         Case c;
         c.nd = C % 2 == 0 ? 2 : 3;
