@@ -396,7 +396,9 @@ HWY_INLINE hn::Vec<DF> GatherInput(DF df, const S* base, hn::Vec<DIOf<DF>> off) 
 // 2.2 ns with AVX-512; with AVX2, 8 floats 3.3 ns, 4 pairs 1.3 ns). Same values, same sums. Only
 // on coherent grids (Args::pair_gathers, NOTE [ Coherent grids ] in fast.cpp): on random ones the
 // pairs lost (1 thread, thread CPU time, AVX-512: 3D C = 1 32^3 -> 64^3 border forward 0.98 ->
-// 1.12 ms, 2D N = 4, C = 1 256^2 zeros 0.66 -> 0.70 ms), while coherent forwards gained (3D warp
+// 1.12 ms, 2D N = 4, C = 1 256^2 zeros 0.66 -> 0.70 ms; PairOk fails on about half of such
+// vectors, at random, whose edge lanes' neighbours lie outside: the lean forward's bilinear
+// pairs no longer ask it, NOTE [ Edge pairs ]), while coherent forwards gained (3D warp
 // C = 1 80 x 96 x 80 2.48 -> 2.04 ms, C = 4 64^3 3.07 -> 2.32 ms; 2D flow N = 2, C = 3 512^2
 // 2.72 -> 2.10 ms; 2D affine N = 8, C = 3 224^2 2.03 -> 1.67 ms) and their backwards' gridGrad
 // (3D warp C = 1 6.6 -> 5.6 ms, 3D affine C = 1 96^3 9.6 -> 8.3 ms). Bicubic: 2D warp N = 2,
@@ -1294,9 +1296,12 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   // C = 3 128^2 0.165 -> 0.144 ms, 3D warp C = 8 nearest 0.66 -> 0.59 ms, 2D affine C = 2 nearest
   // 512 x 32 0.037 -> 0.033 ms; one channel unchanged), and AddTaps' row updates are a function
   // (AddRowVectors), whose arguments stay in registers.
+  // `pairs`: 0, single gathers; 1, taps t and t + 1 (t even) gathered together (PairOk); 2, the
+  // same at NOTE [ Edge pairs ], where tap t is the pair's second element in the lanes of
+  // `second` and tap t + 1 the pair's first in those of `first`.
   auto gathers = [=](auto pairs, const hn::Vec<DIOf<DF>>* off, const hn::Vec<DF>* w,
-                     const hn::Mask<DF>* valid, int64_t fo,
-                     size_t count) HWY_ATTR GS_INLINE_LAMBDA {
+                     const hn::Mask<DF>* valid, int64_t fo, size_t count, hn::Mask<DF> second,
+                     hn::Mask<DF> first) HWY_ATTR GS_INLINE_LAMBDA {
     int64_t c = 0;
     for (; channel_pairs && c + 1 < C; c += 2) {
       if (c < ra.planes)  // NOTE [ Rows ahead ]
@@ -1321,12 +1326,17 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
       auto add = [&](int t, hn::Vec<DF> v) HWY_ATTR {
         acc = hn::IfThenElse(valid[t], hn::Add(acc, hn::Mul(w[t], v)), acc);
       };
-      if constexpr (decltype(pairs)::value && NT != 1) {
+      if constexpr (decltype(pairs)::value != 0 && NT != 1) {
         for (int t = 0; t < kTaps; t += 2) {
           hn::Vec<DF> v0, v1;
           GatherPair(df, in_c, off[t], &v0, &v1);
-          add(t, v0);
-          add(t + 1, v1);
+          if constexpr (decltype(pairs)::value == 2) {
+            add(t, hn::IfThenElse(second, v1, v0));
+            add(t + 1, hn::IfThenElse(first, v0, v1));
+          } else {
+            add(t, v0);
+            add(t + 1, v1);
+          }
         }
       } else {
         for (int t = 0; t < kTaps; ++t) add(t, GatherInput(df, in_c, off[t]));
@@ -1356,6 +1366,16 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     int64_t sp[D];
     for (int d = 0; d < D; ++d) sp[d] = a.in_sp[d];
     const bool scattered = a.scattered;
+    // NOTE [ Edge pairs ]: a bilinear tap and its x neighbour, gathered as a pair from planes
+    // (x stride 1) of at least two columns on any grid. Where the first lies on the last column
+    // (the second is outside) the pair starts one column earlier and the tap is its second
+    // element; where the first is outside (column -1), the second is the pair's first. Every
+    // pair then lies inside its row, so PairOk's test, whose outcome a random grid's edges make
+    // a coin toss, is not needed. The same elements, so the same bits (1 thread, best of 5
+    // interleaved rounds, forward: random 2D C = 1 128 x 64 -> 256 x 128 0.069 -> 0.059 ms,
+    // N = 4, C = 1 256^2 0.52 -> 0.46 ms, random 3D C = 1 128^3 10.7 -> 9.4 ms, 32^3 -> 64^3
+    // 0.92 -> 0.79 ms; coherent grids, which PairOk passed, within the noise).
+    const bool edge_pairs = sp[0] == 1 && size[0] >= 2;
     auto run = [&](auto padding_c, auto align_c) HWY_ATTR {
       const Padding padding = padding_c;
       const bool align = align_c;
@@ -1376,10 +1396,22 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
                   w[t] = wt.v;
                   valid[t] = v.m;
                 });
+            const auto none = hn::FirstN(df, 0);
+            if constexpr (NT == 2 && std::is_same_v<SI, float>) {
+              if (edge_pairs) {  // NOTE [ Edge pairs ]
+                const auto ok0 = ax[0].ok[0].m, ok1 = ax[0].ok[1].m;
+                const auto second = hn::AndNot(ok1, ok0), first = hn::AndNot(ok0, ok1);
+                const DIOf<DF> di;
+                const auto back = hn::IfThenElseZero(hn::RebindMask(di, second), hn::Set(di, 1));
+                for (int t = 0; t < kTaps; t += 2) off[t] = hn::Sub(off[t], back);
+                return gathers(std::integral_constant<int, 2>(), off, w, valid, fo, count, second,
+                               first);
+              }
+            }
             if (a.pair_gathers && PairOk<NT>(df, [&](int t) HWY_ATTR { return off[t]; }))
-              gathers(std::true_type(), off, w, valid, fo, count);
+              gathers(std::integral_constant<int, 1>(), off, w, valid, fo, count, none, none);
             else
-              gathers(std::false_type(), off, w, valid, fo, count);
+              gathers(std::integral_constant<int, 0>(), off, w, valid, fo, count, none, none);
           });
     };
     auto with_align = [&](auto padding_c) HWY_ATTR {
