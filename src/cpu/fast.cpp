@@ -502,10 +502,10 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
   // outside along each axis) it comes out either way, as often as not for 8 lanes, and the
   // mispredictions cost more than the one-fold code the test skips, which gives the same results.
   // So a grid sampled as not coherent skips the test (AMD Zen 5, 1 thread, random 2D N = 4,
-  // C = 2 100 x 256 -> 50 x 128 nearest DOUBLE channel-last backward 0.193 -> 0.150 ms; always
+  // C = 2 100 x 256 -> 50 x 128 nearest DOUBLE channel-last backward 0.180 -> 0.143 ms; always
   // skipped, coherent grids lost 7-19%: 2D affine N = 4, C = 1 128^2 nearest forward 0.065 ->
-  // 0.077 ms).
-  // (Sampled for that alone, the answer decides nothing else.)
+  // 0.077 ms). Where no path above needs the sample, it is taken for this alone and decides
+  // nothing else.
   if (may_change || rows_ahead_pay || pairs) *coherent = coherent_grid(p);
   const bool is_coherent = coherent->value_or(false);
   a.scattered =
