@@ -2281,7 +2281,9 @@ HWY_INLINE void AddTaps(const Args& a, hn::TFromD<DF>* acc, const TapTable<DF, D
     for (int64_t c0 = 0; c0 < C; c0 += kAddChannels) {
       const int64_t cc = std::min<int64_t>(kAddChannels, C - c0);
       T* acc0 = acc + c0 * sc;
-      if (sc == 1 && cc >= 2) {  // NOTE [ Channel row updates ]
+      // NOTE [ Channel row updates ], where a vector holds the K (2 for 3) lanes of an update
+      // (not on the scalar target, nor 4 doubles on 128-bit vectors).
+      if (sc == 1 && cc >= 2 && int64_t(N) >= (cc == 3 ? 2 : cc)) {
         if (cc == 2)
           AddChannelRows<DF, D, NT, 2>(acc0, st, inside, all_inside, go + c0 * cs, ps, cs, count,
                                        &prod[0][0][0]);
