@@ -62,6 +62,11 @@ void check_reflect() {
         ASSERT_TRUE(same_bits(got, want))
             << "s " << s << " align " << align << " u " << u << ": " << got << " vs " << want;
         ASSERT_TRUE(d == T(1) || d == T(-1));
+        // Without the inside-the-domain shortcut (NOTE [ Scattered reflection ]): the same bits.
+        T d2 = 0;
+        const T folded = gridsample::math::reflect_coord(u, s, align, &d2, false);
+        ASSERT_TRUE(same_bits(folded, got) && d2 == d)
+            << "s " << s << " align " << align << " u " << u << ": " << folded << " vs " << got;
       }
     }
   }
