@@ -307,14 +307,18 @@ bool acc_in_workspace(const Problem& p) {
 // 128^3 31.3 -> 30.0 ms; 3D warp C = 64 32^3 channel-last 2.2 -> 1.5 ms: with 8 slabs its
 // chunks spanned too many of them and it took the lists, with 4 the direct slabs, scan/entries
 // 2.26 -> 1.60, NOTE [ Direct slabs ]; 1 thread, 3 rounds: C = 16 64^3 29.4 -> 26.5 ms, DOUBLE 61.0
-// -> 55.0 ms). A binning pass lists, per slab, the output points with a valid tap (along the
-// outermost axis) inside it, at most min(taps per axis, slabs) entries per point. Each list entry
-// is the point's payload: its grid values and its gradOutput as a row of C channels, so that a slab
-// reads everything about its points in sequence rather than at scattered addresses. The slab length
-// (a power of two, such that there are at least kMinSlabs slabs when the dim is long enough)
-// depends on the shapes and dtype only. gridGrad needs no binning: it is computed in point order,
-// like the forward.
-constexpr int64_t kSlabBytes = int64_t(2) << 20;
+// -> 55.0 ms). 4 MiB since 2026-12-06, once the slab pipeline prefetched its lists too (2 threads,
+// best of 7 rounds, 3D 64^3 C = 16: DOUBLE 24.5 -> 23.0 ms, BF16 11.1 -> 10.1 ms, nearest 3.90 ->
+// 3.68 ms, FLOAT 12.2 -> 12.3 ms; best of 5: C = 32 25.1 -> 24.1 ms, DOUBLE C = 8 channel-last
+// 96^3 -> 64^3 17.9 -> 16.6 ms, 2D C = 16 1024^2 -> 512^2 19.5 -> 18.9 ms, but C = 4 128^3 -> 96^3
+// 31.1 -> 32.1 ms; 1 MiB lost: C = 1 128^3 29.4 -> 38.5 ms). A binning pass lists, per slab, the
+// output points with a valid tap (along the outermost axis) inside it, at most min(taps per axis,
+// slabs) entries per point. Each list entry is the point's payload: its grid values and its
+// gradOutput as a row of C channels, so that a slab reads everything about its points in sequence
+// rather than at scattered addresses. The slab length (a power of two, such that there are at least
+// kMinSlabs slabs when the dim is long enough) depends on the shapes and dtype only. gridGrad needs
+// no binning: it is computed in point order, like the forward.
+constexpr int64_t kSlabBytes = int64_t(4) << 20;
 constexpr int64_t kBinChunk = 2048;  // output points per binning call
 constexpr int64_t kMinSlabs = 4;     // when the outermost dim allows: work for several threads
 
