@@ -836,6 +836,42 @@ TEST(FastItem, CoherentPlanesTakeItems) {
   set_threads(saved);
 }
 
+// NOTE [ gridGrad beside the items ] (src/cpu/fast.cpp): where the items do not fill the threads
+// (one item on 2 threads), gridGrad runs as calls over points beside them and the items compute
+// inputGrad alone; one thread's item computes both. The same bits either way, and out and
+// inputGrad those of cpu:ref.
+TEST(FastItem, GridGradBesideTheItems) {
+  const int saved = set_threads(1);
+  uint64_t seed = 800;
+  for (aclDataType dt : {ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_DOUBLE})
+    for (int nd : {2, 3}) {
+      Case c;
+      c.nd = nd;
+      c.C = nd == 2 ? 1 : 2;
+      c.in = nd == 2 ? std::vector<int64_t>{128, 64} : std::vector<int64_t>{16, 16, 16};
+      c.out = nd == 2 ? std::vector<int64_t>{256, 128} : std::vector<int64_t>{32, 32, 32};
+      c.m = {nd == 2 && seed % 2 == 1 ? 2 : 0, int64_t(seed % 3), seed % 2 == 0};
+      c.dt = dt;
+      c.channel_last = seed % 4 < 2;
+      c.seed = seed++;
+      SCOPED_TRACE(c.name());
+      const Inputs in = make_inputs(c);
+      std::string log;
+      set_threads(1);
+      const Outputs one = logged_run(c, in, &log);
+      EXPECT_NE(log.find("item backward"), std::string::npos) << log;
+      EXPECT_EQ(log.find("gridGrad beside"), std::string::npos) << log;
+      set_threads(2);
+      const Outputs two = logged_run(c, in, &log);
+      EXPECT_NE(log.find("item backward, gridGrad beside"), std::string::npos) << log;
+      EXPECT_TRUE(same_bits(two.out, one.out)) << "out";
+      EXPECT_TRUE(same_bits(two.ig, one.ig)) << "inputGrad";
+      EXPECT_TRUE(same_bits(two.gg, one.gg)) << "gridGrad";
+      expect_same_as_ref(c, in, two, run(c, in, "cpu:ref"));
+    }
+  set_threads(saved);
+}
+
 // Channel-last views whose rows (W x C) are contiguous but whose outer dims are padded: inputGrad
 // is zeroed row by row there (ZeroRegion in src/cpu/fast_kernels.cpp), on the item path (1
 // thread) and on the slab paths (3 threads), random and coherent grids.
