@@ -902,7 +902,9 @@ void run(const Problem& p, void* ws) {
   auto items = [&](bool packed, double cost) {
     const int item_threads = int(std::min<int64_t>(threads, p.N));
     // NOTE [ gridGrad beside the items ]: where the items leave threads idle (one item on 2
-    // threads: registration's coarse levels, a single image), the items compute inputGrad alone
+    // threads) and gridGrad is wanted too (not in gridsample-register: its field backwards want
+    // inputGrad alone and keep the plain items; its image backward wants gridGrad alone, which
+    // no item computes), the items compute inputGrad alone
     // and gridGrad runs as calls over points beside them (after the input rows, if any, are
     // copied), on all the threads: gridGrad comes from the same sums per point either way (NOTE
     // [ Item backward ]), so the bits do not depend on the thread count. AMD Zen 5, 2 threads,
