@@ -872,6 +872,52 @@ TEST(FastItem, GridGradBesideTheItems) {
   set_threads(saved);
 }
 
+// NOTE [ gridGrad in the slabs ] in src/cpu/fast.cpp: random grids (a few points outside the
+// input, which no slab lists, and NaN, Inf and huge values) with rows of 24 or more channels and
+// gradOutput in planes take the listed slabs with gridGrad in them on 1 and 2 threads; their
+// gridGrad is bit-identical to that of a gridGrad-only run (the gridGrad calls, no slabs), and out
+// and inputGrad to cpu:ref's. Channel-last and 16 channels keep the gridGrad calls.
+TEST(FastSlabs, GridGradInTheSlabs) {
+  const int saved = set_threads(1);
+  uint64_t seed = 900;
+  for (aclDataType dt : {ACL_FLOAT, ACL_DOUBLE})
+    for (int nd : {2, 3})
+      for (int64_t C : {16, 24, 40})
+        for (bool channel_last : {false, true}) {
+          Case c;
+          c.nd = nd;
+          c.N = 1 + int64_t(seed % 2);
+          c.C = C;
+          c.in = nd == 2 ? std::vector<int64_t>{128, 96} : std::vector<int64_t>{24, 20, 28};
+          c.out = nd == 2 ? std::vector<int64_t>{40, 56} : std::vector<int64_t>{12, 14, 10};
+          c.m = {nd == 2 && seed % 3 == 2 ? 2 : 0, int64_t(seed % 3), seed % 2 == 0};
+          c.dt = dt;
+          c.channel_last = channel_last;
+          c.strided = seed % 4 == 1;
+          c.seed = seed++;
+          SCOPED_TRACE(c.name());
+          const Inputs in = make_inputs(c);
+          const bool in_slabs = C >= 24 && !channel_last;
+          for (int threads : {1, 2}) {
+            set_threads(threads);
+            std::string log;
+            const Outputs fast = logged_run(c, in, &log);
+            EXPECT_EQ(log.find("gridGrad in the slabs") != std::string::npos, in_slabs) << log;
+            // gridGrad alone: the gridGrad calls.
+            HostTensor gg = make(c, c.grid(), ACL_FORMAT_ND, 5);
+            gg.fill(1234.5);
+            {
+              ForceImpl force("cpu:fast");
+              EXPECT_EQ(backward(in.go, in.x, in.g, nullptr, &gg, c.m, false, true), ACLNN_SUCCESS)
+                  << aclGetRecentErrMsg();
+            }
+            EXPECT_TRUE(same_bits(fast.gg, gg.values())) << "gridGrad, threads " << threads;
+            expect_same_as_ref(c, in, fast, run(c, in, "cpu:ref"));
+          }
+        }
+  set_threads(saved);
+}
+
 // Channel-last views whose rows (W x C) are contiguous but whose outer dims are padded: inputGrad
 // is zeroed row by row there (ZeroRegion in src/cpu/fast_kernels.cpp), on the item path (1
 // thread) and on the slab paths (3 threads), random and coherent grids.

@@ -375,8 +375,31 @@ bool accepts(const Problem& p, std::string* why) {
 // The workspace, in order: input rows, inputGrad accumulator, then the binning arrays and the
 // payload (NOTE [ Slabs ]); every part 64-byte aligned.
 struct WorkspaceLayout {
-  uint64_t in = 0, acc = 0, bin_pos = 0, slab_begin = 0, payload = 0, total = 0;
+  uint64_t in = 0, acc = 0, bin_pos = 0, slab_begin = 0, payload = 0, entry_gg = 0, total = 0;
+  bool has_entry_gg = false;
 };
+
+// Whether the workspace holds the list entries' gridGrad offsets (NOTE [ gridGrad in the slabs
+// ]): FLOAT and DOUBLE backwards that want both gradients, but nearest's (whose gridGrad is 0),
+// with gradOutput in channel planes and rows of at least kSlabGridGradMinC channels, where an
+// item's gridGrad offsets fit the vector index type.
+constexpr int64_t kSlabGridGradMinC = 24;
+
+bool entry_gg_room(const Problem& p) {
+  if (!backward_input_grad(p) || !p.want_grid_grad || p.interp == Interp::Nearest ||
+      sixteen_bit(p) || p.C < kSlabGridGradMinC || p.out.stride[1] == 1 || !rows_ok(p))
+    return false;
+  const int D = p.nd;
+  int64_t e = 0;
+  for (int i = 0; i <= D; ++i) {
+    const int64_t n = i < D ? p.out_size[i] - 1 : D - 1;
+    const int64_t s =
+        p.grid_grad.stride[1 + i] < 0 ? -p.grid_grad.stride[1 + i] : p.grid_grad.stride[1 + i];
+    if (n > 0 && s > (max_offset(p.dtype) - e) / n) return false;
+    e += n * s;
+  }
+  return true;
+}
 
 bool layout(const Problem& p, WorkspaceLayout* w) {
   uint64_t total = 0;
@@ -398,6 +421,8 @@ bool layout(const Problem& p, WorkspaceLayout* w) {
         !part(&w->slab_begin, {N, uint64_t(b.slabs) + 1, sizeof(int64_t)}) ||
         !part(&w->payload, {N, uint64_t(b.list_cap), uint64_t(p.nd) + C, ts}))
       return false;
+    w->has_entry_gg = entry_gg_room(p);
+    if (w->has_entry_gg && !part(&w->entry_gg, {N, uint64_t(b.list_cap), ts})) return false;
   }
   w->total = total;
   return total <= (uint64_t(1) << 62);
@@ -554,6 +579,7 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
     a.slab_begin = reinterpret_cast<int64_t*>(base + w.slab_begin);
     a.payload = base + w.payload;
     a.entry = p.nd + p.C;
+    if (w.has_entry_gg) a.entry_gg = base + w.entry_gg;
   }
   return a;
 }
@@ -758,6 +784,30 @@ bool direct_grid_grad(const Problem& p, const Args& a) {
   for (int d = 0; d < p.nd; ++d)
     if (a.in_sp[d] != a.acc_sp[d]) return false;
   return true;
+}
+
+// NOTE [ gridGrad in the slabs ]
+// The listed slabs (NOTE [ Slabs ]) compute gridGrad too where gradOutput is channel planes and
+// the accumulator rows of at least kSlabGridGradMinC channels: a list entry already holds its
+// point's gradOutput as a row, which gridGrad's dot products over channels read (NOTE [ gridGrad
+// order ] in fast_kernels.cpp), where the gridGrad calls beside the slabs transpose it from the
+// planes again and compute the taps once more. Each listed point's gridGrad is computed in its
+// first slab (the binning's first for it), from that slab's tap table with weight derivatives,
+// reading the input (FLOAT or DOUBLE, with the accumulator's offsets) wherever its taps lie, and
+// stored at the gridGrad offset its entries carry (Args::entry_gg); the binning stores that of
+// the points it lists nowhere. The sums are GridGradVector's, over the same taps and values, so
+// the bits are those of the gridGrad calls and of the items, whatever the thread count. AMD Zen 5,
+// random grids, FLOAT unless said, best of 3-5 interleaved rounds, 1 / 2 threads: 3D C = 32 48^3
+// 20.0 -> 16.1 / 10.1 -> 9.0 ms, 64^3 54.0 -> 47.8 / 28.6 -> 27.4 ms, C = 24 64^3 53.4 -> 45.5 /
+// 27.4 -> 26.1 ms, DOUBLE C = 32 48^3 41.1 -> 38.3 / 20.8 -> 20.0 ms; 2D N = 4, C = 64 128^2
+// 16.5 -> 13.9 / 9.5 -> 7.8 ms, N = 1, C = 32 256^2 7.0 -> 6.4 / 4.1 -> 4.0 ms. Not kept where it
+// lost: planes (C = 1 128^3 58 -> 83 ms on 1 thread, C = 4 96^3 46 -> 60 ms, C = 8 64^3 17.0 ->
+// 22.6 ms; a slab's scalar updates leave its gathers less overlap than the gridGrad calls get),
+// channel-last rows, which the gridGrad calls read in place (C = 48 48^3 13.3 -> 17.3 ms), and
+// rows of 16 channels (C = 16 64^3 0.96-1.01, DOUBLE 1.00-1.08).
+bool slab_grid_grad(const Problem& p, const Args& a) {
+  return a.entry_gg != nullptr && a.rows_acc && a.grad_rows == nullptr && p.out.stride[1] != 1 &&
+         p.C >= kSlabGridGradMinC && direct_grid_grad(p, a);
 }
 
 // NOTE [ Split items ]
@@ -1007,16 +1057,21 @@ void run(const Problem& p, void* ws) {
     }
     return;
   }
+  Args l = a;
+  l.slab_grid_grad = bins > 0 && slab_grid_grad(p, a);
   if (bins > 0)
-    say(a.grad_rows != nullptr ? "listed slabs, gridGrad from channel rows" : "listed slabs", cost);
-  const int64_t grid_calls = p.want_grid_grad ? p.N * point_calls : 0;
+    say(a.grad_rows != nullptr ? "listed slabs, gridGrad from channel rows"
+        : l.slab_grid_grad     ? "listed slabs, gridGrad in the slabs"
+                               : "listed slabs",
+        cost);
+  const int64_t grid_calls = p.want_grid_grad && !l.slab_grid_grad ? p.N * point_calls : 0;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     if (bins > 0) {
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < p.N; ++n) bin_positions(a, n);
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < bins; ++i) k.bin(a, i / a.bin_chunks, i % a.bin_chunks, true);
+      for (int64_t i = 0; i < bins; ++i) k.bin(l, i / a.bin_chunks, i % a.bin_chunks, true);
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < p.N * row_packs; ++i) {
@@ -1027,7 +1082,7 @@ void run(const Problem& p, void* ws) {
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < slab_calls + grid_calls; ++i) {
       if (i < slab_calls)
-        k.slab(a, i / a.slabs, i % a.slabs);
+        k.slab(l, i / a.slabs, i % a.slabs);
       else
         points(i - slab_calls, k.grid_grad, rows);
     }

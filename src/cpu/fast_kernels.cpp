@@ -1711,6 +1711,28 @@ HWY_INLINE void CountSlabs(const OuterTaps<DF, NT>& z, size_t count, int32_t* po
     for (int i = 0; i < int(z.count[j]); ++i) ++pos[z.slab[i][j]];
 }
 
+// NOTE [ gridGrad in the slabs ] in fast.cpp: gridGrad of the lanes that no slab lists (no
+// valid tap along the outermost axis, so none at all), which their first slab would otherwise
+// compute: GridGradVector's sums over no taps, +0, times the multipliers, as it stores them.
+template <class DF, class S, int D, int NT>
+HWY_INLINE void UnlistedGridGrad(const Args& a, const Lanes<DF> g[D], const OuterTaps<DF, NT>& z,
+                                 size_t count, S* gg, int64_t ggo) {
+  const DF df;
+  const DIOf<DF> di;
+  const auto none = hn::And(hn::Eq(hn::Load(di, z.count), hn::Zero(di)), hn::FirstN(di, count));
+  if (hn::AllFalse(di, none)) return;
+  AxisLanes<DF, NT> ax[D];
+  const LaneMask<DF> pv =
+      AxesTaps<DF, D, NT>(a.size, a.p->padding, a.p->align_corners, a.scattered, g, count, ax);
+  alignas(64) hn::TFromD<DF> v[D][kMaxLanes<DF>];
+  for (int d = 0; d < D; ++d)
+    hn::Store(hn::IfThenElseZero(pv.m, hn::Mul(ax[d].mult.v, hn::Zero(df))), df, v[d]);
+  const int64_t k = a.p->grid_grad.stride[D + 1];
+  for (size_t j = 0; j < count; ++j)
+    if (z.count[j] == 0)
+      for (int d = 0; d < D; ++d) gg[ggo + int64_t(j) * a.inner_gg + d * k] = S(v[d][j]);
+}
+
 template <class S, int D, int NT>
 void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
   using DF = DFOf<S>;
@@ -1739,56 +1761,65 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
   alignas(64) T gbuf[D + kShortC][kMaxLanes<DF>] = {};
   int64_t slots[kBlock][NT];
   int nslots[kBlock];
+  // NOTE [ gridGrad in the slabs ] in fast.cpp: the entries' gridGrad offsets.
+  using TI = TIOf<DF>;
+  const bool entry_gg = fill && a.slab_grid_grad;
+  TI* egg = entry_gg ? reinterpret_cast<TI*>(a.entry_gg) + n * a.list_cap : nullptr;
+  S* gg = entry_gg ? MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]) : nullptr;
   // Blocks of kBlock points (NOTE [ Plane blocks ]), each handled kMaxLanes at a time.
-  ForEachVector(a, o0, o1, size_t(kBlock),
-                [&](int64_t, size_t cnt, int64_t go, int64_t fo, int64_t) HWY_ATTR {
-                  for (size_t v = 0; v < cnt; v += N) {
-                    const size_t count = std::min(N, cnt - v);
-                    Lanes<DF> g[D];
-                    LoadGrid<DF, S, D>(df, a, grid, go + int64_t(v) * a.inner_grid, count, g);
-                    ComputeOuterTaps<DF, D, NT>(df, a, g[D - 1], &z);
-                    if (fill) {
-                      for (int d = 0; d < D; ++d) hn::Store(g[d].v, df, gbuf[d]);
-                      const S* gv = gout + fo + int64_t(v) * a.inner_feat;
-                      for (int64_t c = 0; short_rows && c < C; ++c)
-                        hn::Store(LoadPoints(df, gv + c * os1, a.inner_feat, count), df,
-                                  gbuf[D + c]);
-                    }
-                    if (!fill) {
-                      CountSlabs(z, count, pos);
-                      continue;
-                    }
-                    for (size_t j = 0; j < count; ++j) {
-                      const int m = int(z.count[j]);
-                      nslots[v + j] = m;
-                      for (int i = 0; i < m; ++i) {
-                        const int64_t slot = pos[z.slab[i][j]]++;
-                        slots[v + j][i] = slot;
-                        for (int d = 0; d < D; ++d) pay[slot * E + d] = gbuf[d][j];
-                        for (int64_t c = 0; short_rows && c < C; ++c)
-                          pay[slot * E + D + c] = gbuf[D + c][j];
-                      }
-                    }
-                  }
-                  if (!fill || short_rows) return;
-                  // gradOutput of the block's points into their entries' rows.
-                  auto each_row = [&](size_t j, auto&& f) HWY_ATTR {
-                    for (int i = 0; i < nslots[j]; ++i) f(pay + slots[j][i] * E + D);
-                  };
-                  if (os1 == 1) {  // already rows: copy
-                    for (size_t j = 0; j < cnt; ++j) {
-                      const S* row = gout + fo + int64_t(j) * a.inner_feat;
-                      each_row(j, [&](T* dst) HWY_ATTR {
-                        for (int64_t c = 0; c < C; c += int64_t(N)) {
-                          const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
-                          StoreRow(df, LoadRow(df, row + c, cn), dst + c, cn);
-                        }
-                      });
-                    }
-                  } else {
-                    PlanesToRows(df, gout + fo, a.inner_feat, os1, cnt, C, each_row);
-                  }
-                });
+  ForEachVector(
+      a, o0, o1, size_t(kBlock),
+      [&](int64_t, size_t cnt, int64_t go, int64_t fo, int64_t ggo) HWY_ATTR {
+        for (size_t v = 0; v < cnt; v += N) {
+          const size_t count = std::min(N, cnt - v);
+          Lanes<DF> g[D];
+          LoadGrid<DF, S, D>(df, a, grid, go + int64_t(v) * a.inner_grid, count, g);
+          ComputeOuterTaps<DF, D, NT>(df, a, g[D - 1], &z);
+          if constexpr (std::is_same_v<S, T>) {
+            if (entry_gg)
+              UnlistedGridGrad<DF, S, D, NT>(a, g, z, count, gg, ggo + int64_t(v) * a.inner_gg);
+          }
+          if (fill) {
+            for (int d = 0; d < D; ++d) hn::Store(g[d].v, df, gbuf[d]);
+            const S* gv = gout + fo + int64_t(v) * a.inner_feat;
+            for (int64_t c = 0; short_rows && c < C; ++c)
+              hn::Store(LoadPoints(df, gv + c * os1, a.inner_feat, count), df, gbuf[D + c]);
+          }
+          if (!fill) {
+            CountSlabs(z, count, pos);
+            continue;
+          }
+          for (size_t j = 0; j < count; ++j) {
+            const int m = int(z.count[j]);
+            nslots[v + j] = m;
+            for (int i = 0; i < m; ++i) {
+              const int64_t slot = pos[z.slab[i][j]]++;
+              slots[v + j][i] = slot;
+              if (entry_gg) egg[slot] = TI(ggo + int64_t(v + j) * a.inner_gg);
+              for (int d = 0; d < D; ++d) pay[slot * E + d] = gbuf[d][j];
+              for (int64_t c = 0; short_rows && c < C; ++c) pay[slot * E + D + c] = gbuf[D + c][j];
+            }
+          }
+        }
+        if (!fill || short_rows) return;
+        // gradOutput of the block's points into their entries' rows.
+        auto each_row = [&](size_t j, auto&& f) HWY_ATTR {
+          for (int i = 0; i < nslots[j]; ++i) f(pay + slots[j][i] * E + D);
+        };
+        if (os1 == 1) {  // already rows: copy
+          for (size_t j = 0; j < cnt; ++j) {
+            const S* row = gout + fo + int64_t(j) * a.inner_feat;
+            each_row(j, [&](T* dst) HWY_ATTR {
+              for (int64_t c = 0; c < C; c += int64_t(N)) {
+                const size_t cn = size_t(std::min<int64_t>(int64_t(N), C - c));
+                StoreRow(df, LoadRow(df, row + c, cn), dst + c, cn);
+              }
+            });
+          }
+        } else {
+          PlanesToRows(df, gout + fo, a.inner_feat, os1, cnt, C, each_row);
+        }
+      });
   std::copy_n(pos, a.slabs, chunk_pos);
 }
 
@@ -2410,6 +2441,32 @@ HWY_INLINE void AllValid(const TapTable<DF, D, NT>& tab, TIOf<DF>* all_valid) {
   hn::Store(all, di, all_valid);
 }
 
+// NOTE [ gridGrad in the slabs ] in fast.cpp: gridGrad of the `home` lanes of a vector of list
+// entries (at `entry`, their gridGrad offsets at `egg`), with GridGradVector's arithmetic: the
+// same sums over the same taps, gradOutput from the entries' rows (FLOAT and DOUBLE).
+template <class S, int D, int NT, class DF, class TI>
+HWY_INLINE void SlabGridGrad(const Args& a, int64_t n, const S* in, const S* entry, int64_t E,
+                             const TI* egg, const TapTable<DF, D, NT>& tab, const TI* home,
+                             size_t count) {
+  const DF df;
+  const DIOf<DF> di;
+  hn::Vec<DF> gacc[D];
+  GridGradSums<DF, S, D, NT>(
+      df, a, in, tab, [&](int64_t c) HWY_ATTR { return LoadPoints(df, entry + D + c, E, count); },
+      [&](size_t j) HWY_ATTR -> const S* { return entry + int64_t(j < count ? j : 0) * E + D; },
+      gacc);
+  const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, tab.point_ok)));
+  alignas(64) S v[D][kMaxLanes<DF>];
+  for (int d = 0; d < D; ++d)
+    hn::Store(hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, tab.mult[d]), gacc[d])), df, v[d]);
+  const Problem& p = *a.p;
+  S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
+  const int64_t k = p.grid_grad.stride[D + 1];
+  for (size_t j = 0; j < count; ++j)
+    if (home[j] != 0)
+      for (int d = 0; d < D; ++d) gg[int64_t(egg[j]) + d * k] = v[d][j];
+}
+
 // inputGrad for slab s of item n (NOTE [ Slabs ] in fast.cpp).
 template <class S, int D, int NT>
 void Slab(const Args& a, int64_t n, int64_t s) {
@@ -2432,6 +2489,11 @@ void Slab(const Args& a, int64_t n, int64_t s) {
   // Single elements: only the first tap along x, whose neighbour shares its cache line but for 1
   // in 16 (as in the forward).
   const int tap_step = acc_row_bytes <= 8 && NT == 2 ? 2 : 1;
+  // NOTE [ gridGrad in the slabs ] in fast.cpp: the input has the accumulator's offsets.
+  using TI = TIOf<DF>;
+  const bool grid_grad = std::is_same_v<S, T> && NT != 1 && a.slab_grid_grad;
+  const T* in = grid_grad ? reinterpret_cast<const T*>(a.in) + n * a.in_n : nullptr;
+  const TI* egg = grid_grad ? reinterpret_cast<const TI*>(a.entry_gg) + n * a.list_cap : nullptr;
 
   // NOTE [ Slab pipeline ]: the taps of a vector of listed points are computed kAhead vectors
   // before the vector is processed, and the accumulator rows it will update are prefetched, so
@@ -2446,6 +2508,8 @@ void Slab(const Args& a, int64_t n, int64_t s) {
     Table tab;
     alignas(64) TIOf<DF> inside[kTaps][kMaxLanes<DF>];  // the tap is valid and inside the slab
     alignas(64) TIOf<DF> all_inside[kMaxLanes<DF>];     // every tap is (the common case)
+    alignas(64) TIOf<DF> home[kMaxLanes<DF>];           // s is the point's first slab (grid_grad)
+    bool any_home;
     int64_t e;
     size_t count;
   };
@@ -2462,15 +2526,35 @@ void Slab(const Args& a, int64_t n, int64_t s) {
     }
     Lanes<DF> g[D];
     for (int d = 0; d < D; ++d) g[d] = LoadPoints(df, pay + e * E + d, E, q.count);
-    BuildTaps<DF, D, NT>(a, g, q.count, a.acc_sp, false, &q.tab);
+    if (grid_grad)  // (weight derivatives; a constant for each call, so that each is specialised)
+      BuildTaps<DF, D, NT>(a, g, q.count, a.acc_sp, true, &q.tab);
+    else
+      BuildTaps<DF, D, NT>(a, g, q.count, a.acc_sp, false, &q.tab);
     InsideSlab(q.tab, z0, z1, q.inside, q.all_inside);
     PrefetchRows<true>(acc, q.tab, tap_step, q.count, acc_row_bytes);
+    q.any_home = false;
+    if (grid_grad) {
+      // The point's first slab, as the binning lists it (ComputeOuterTaps' slab[0]).
+      const DIOf<DF> di;
+      OuterTaps<DF, NT> z;
+      ComputeOuterTaps<DF, D, NT>(df, a, g[D - 1], &z);
+      const auto home = hn::And(hn::And(hn::Eq(hn::Load(di, z.slab[0]), hn::Set(di, TI(s))),
+                                        hn::Gt(hn::Load(di, z.count), hn::Zero(di))),
+                                hn::FirstN(di, q.count));
+      hn::Store(hn::VecFromMask(di, home), di, q.home);
+      q.any_home = !hn::AllFalse(di, home);
+      if (q.any_home) PrefetchRows<false>(in, q.tab, tap_step, q.count, acc_row_bytes);
+    }
   };
 
   alignas(64) T prod[kAddChannels][kTaps][kMaxLanes<DF>] = {};  // w * gradOutput (AddTaps)
   auto process = [&](const Stage& q) HWY_ATTR {
     AddTaps<DF, D, NT>(a, acc, q.tab, q.inside, q.all_inside, pay + q.e * E + D, E, 1, q.count,
                        prod);
+    if constexpr (std::is_same_v<S, T>) {
+      if (q.any_home)
+        SlabGridGrad<S, D, NT>(a, n, in, pay + q.e * E, E, egg + q.e, q.tab, q.home, q.count);
+    }
   };
 
   int64_t issued = 0, done = 0;

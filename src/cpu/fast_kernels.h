@@ -67,6 +67,11 @@ struct Args {
   int64_t entry = 0;
   // Direct slabs (NOTE [ Direct slabs ] in fast.cpp): gridGrad computed with the slabs.
   bool direct_grid_grad = false;
+  // Listed slabs (NOTE [ gridGrad in the slabs ] in fast.cpp): gridGrad computed with the slabs,
+  // each list entry's gridGrad offset (of its point, in the item) in `entry_gg`, [N, list_cap] of
+  // the vector index type (int32 for FLOAT, int64 for DOUBLE); null where the workspace has none.
+  bool slab_grid_grad = false;
+  char* entry_gg = nullptr;
 
   // Output points of one batch item, flattened over the output spatial dims, are visited as rows:
   // `row_len` consecutive points whose grid, feature (out or gradOutput) and gridGrad offsets are
@@ -97,11 +102,14 @@ struct Kernels {
   // gridGrad for output points [o0, o1) of batch item n.
   void (*grid_grad)(const Args& a, int64_t n, int64_t o0, int64_t o1);
   // Binning of the output points of chunk `chunk` of item n: counts per slab into bin_pos, or
-  // (fill) appends each point's payload to the lists of the slabs it adds to.
+  // (fill) appends each point's payload to the lists of the slabs it adds to (with
+  // slab_grid_grad, also the entries' gridGrad offsets, and gridGrad of the points it lists
+  // nowhere).
   void (*bin)(const Args& a, int64_t n, int64_t chunk, bool fill);
   // inputGrad for slab s of item n: the slab's region of the accumulator is zeroed, then every
   // listed point adds its taps inside the slab, in list order, then the region is copied or
-  // rounded into inputGrad if the accumulator is in the workspace.
+  // rounded into inputGrad if the accumulator is in the workspace; with slab_grid_grad, also
+  // gridGrad of the listed points whose first slab is s.
   void (*slab)(const Args& a, int64_t n, int64_t s);
   // The same for a coherent grid, without the lists (NOTE [ Direct slabs ] in fast.cpp): the
   // points of the chunks whose count for slab s is non-zero, read from the grid and gradOutput;
