@@ -1724,7 +1724,7 @@ HWY_INLINE void UnlistedGridGrad(const Args& a, const Lanes<DF> g[D], const Oute
   AxisLanes<DF, NT> ax[D];
   const LaneMask<DF> pv =
       AxesTaps<DF, D, NT>(a.size, a.p->padding, a.p->align_corners, a.scattered, g, count, ax);
-  alignas(64) hn::TFromD<DF> v[D][kMaxLanes<DF>];
+  alignas(64) hn::TFromD<DF> v[D][kMaxLanes<DF>] = {};
   for (int d = 0; d < D; ++d)
     hn::Store(hn::IfThenElseZero(pv.m, hn::Mul(ax[d].mult.v, hn::Zero(df))), df, v[d]);
   const int64_t k = a.p->grid_grad.stride[D + 1];
@@ -2456,7 +2456,7 @@ HWY_INLINE void SlabGridGrad(const Args& a, int64_t n, const S* in, const S* ent
       [&](size_t j) HWY_ATTR -> const S* { return entry + int64_t(j < count ? j : 0) * E + D; },
       gacc);
   const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, tab.point_ok)));
-  alignas(64) S v[D][kMaxLanes<DF>];
+  alignas(64) S v[D][kMaxLanes<DF>] = {};
   for (int d = 0; d < D; ++d)
     hn::Store(hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, tab.mult[d]), gacc[d])), df, v[d]);
   const Problem& p = *a.p;
