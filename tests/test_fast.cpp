@@ -918,6 +918,52 @@ TEST(FastSlabs, GridGradInTheSlabs) {
   set_threads(saved);
 }
 
+// NOTE [ gridGrad beside the direct slabs ] in src/cpu/fast.cpp: coherent 3D grids with rows of
+// up to 128 bytes take the direct slabs with gridGrad from calls beside them, 2D and wider rows
+// the direct slabs' own gridGrad (2 threads, N = 1); either way gridGrad is bit-identical to a
+// gridGrad-only run's, and out and inputGrad to cpu:ref's.
+TEST(FastDirect, GridGradBesideTheDirectSlabs) {
+  const int saved = set_threads(2);
+  uint64_t seed = 950;
+  struct K {
+    int nd;
+    int64_t C;
+    aclDataType dt;
+    bool channel_last, apart;
+  };
+  for (const K& k : {K{3, 16, ACL_FLOAT, false, true}, K{3, 16, ACL_FLOAT, true, true},
+                     K{3, 24, ACL_FLOAT, false, true}, K{3, 16, ACL_DOUBLE, false, true},
+                     K{3, 32, ACL_DOUBLE, false, false}, K{2, 16, ACL_FLOAT, false, false}}) {
+    Case c;
+    c.nd = k.nd;
+    c.C = k.C;
+    c.in = k.nd == 2 ? std::vector<int64_t>{160, 128} : std::vector<int64_t>{32, 24, 28};
+    c.out = k.nd == 2 ? std::vector<int64_t>{150, 120} : std::vector<int64_t>{30, 22, 26};
+    c.m = {0, int64_t(seed % 3), seed % 2 == 0};
+    c.dt = k.dt;
+    c.channel_last = k.channel_last;
+    c.coherent = true;
+    c.seed = seed++;
+    SCOPED_TRACE(c.name());
+    const Inputs in = make_inputs(c);
+    std::string log;
+    const Outputs fast = logged_run(c, in, &log);
+    EXPECT_NE(log.find(k.apart ? "direct slabs, gridGrad beside" : "direct slabs ("),
+              std::string::npos)
+        << log;
+    HostTensor gg = make(c, c.grid(), ACL_FORMAT_ND, 5);
+    gg.fill(1234.5);
+    {
+      ForceImpl force("cpu:fast");
+      EXPECT_EQ(backward(in.go, in.x, in.g, nullptr, &gg, c.m, false, true), ACLNN_SUCCESS)
+          << aclGetRecentErrMsg();
+    }
+    EXPECT_TRUE(same_bits(fast.gg, gg.values())) << "gridGrad";
+    expect_same_as_ref(c, in, fast, run(c, in, "cpu:ref"));
+  }
+  set_threads(saved);
+}
+
 // Channel-last views whose rows (W x C) are contiguous but whose outer dims are padded: inputGrad
 // is zeroed row by row there (ZeroRegion in src/cpu/fast_kernels.cpp), on the item path (1
 // thread) and on the slab paths (3 threads), random and coherent grids.

@@ -715,6 +715,22 @@ Args item_args(const Problem& p, const Args& a) {
 constexpr int64_t kScanLanes = 16;
 constexpr double kMaxDirectCost = 2;
 
+// NOTE [ gridGrad beside the direct slabs ]: 3D rows of up to 128 bytes (32 FLOAT or 16 DOUBLE
+// channels) get gridGrad from calls over points beside the direct slabs rather than
+// from the slabs' tap tables: the same sums either way (the same bits), but a slab that computes
+// gridGrad for its chunks runs about twice as long as the others, its gathers of input rows
+// overlap less among its updates, and on 2 threads the few slabs balance worse than the many
+// gridGrad calls. AMD Zen 5, coherent grids, N = 1, best of 3 interleaved rounds, 1 / 2
+// threads: 3D warp C = 16 64^3 22.8 -> 17.7 / 12.9 -> 9.9 ms, 48^3 7.6 -> 6.0 / 3.5 -> 3.0 ms,
+// DOUBLE C = 16 48^3 15.0 -> 14.3 / 7.9 -> 7.0 ms, C = 32 48^3 14.1 -> 14.2 / 8.0 -> 7.6 ms; 3D
+// affine C = 16 64^3 20.0 -> 14.4 / 11.0 -> 8.4 ms. 2D lost (warp C = 16 512^2 11.8 -> 12.1 /
+// 6.3 -> 6.9 ms), and so did wider rows (channel-last C = 64 32^3 4.0 -> 3.8 / 1.40 -> 1.47 ms).
+constexpr int64_t kApartRowBytes = 128;
+
+bool grid_grad_apart(const Problem& p, const Args& a) {
+  return p.nd == 3 && a.rows_acc && p.C * compute_size(p) <= kApartRowBytes;
+}
+
 // The ratio of the two sums (0 when nothing is listed), over every `every`-th chunk of each item.
 double direct_cost(const Problem& p, const Args& a, int64_t every = 1) {
   int64_t scanned = 0, entries = 0;
@@ -1032,9 +1048,10 @@ void run(const Problem& p, void* ws) {
   const int64_t slab_calls = backward_input_grad(p) ? p.N * a.slabs : 0;
   const double cost = slab_calls > 0 ? direct_cost(p, a) : 0;
   if (slab_calls > 0 && cost <= kMaxDirectCost) {
-    say("direct slabs", cost);
     Args d = a;
-    d.direct_grid_grad = p.want_grid_grad && direct_grid_grad(p, a);
+    d.direct_grid_grad = p.want_grid_grad && direct_grid_grad(p, a) && !grid_grad_apart(p, a);
+    say(p.want_grid_grad && !d.direct_grid_grad ? "direct slabs, gridGrad beside" : "direct slabs",
+        cost);
     // Chunks of points that add to no slab get their gridGrad from calls of their own.
     std::vector<int64_t> lone;
     for (int64_t i = 0; d.direct_grid_grad && i < bins; ++i) {
