@@ -872,6 +872,16 @@ TEST(FastItem, GridGradBesideTheItems) {
   set_threads(saved);
 }
 
+// cpu:fast's gridGrad from a backward that wants gridGrad alone: the gridGrad calls, no slabs.
+std::vector<double> grid_grad_alone(const Case& c, const Inputs& in) {
+  ForceImpl force("cpu:fast");
+  HostTensor gg = make(c, c.grid(), ACL_FORMAT_ND, 5);
+  gg.fill(1234.5);
+  EXPECT_EQ(backward(in.go, in.x, in.g, nullptr, &gg, c.m, false, true), ACLNN_SUCCESS)
+      << aclGetRecentErrMsg();
+  return gg.values();
+}
+
 // NOTE [ gridGrad in the slabs ] in src/cpu/fast.cpp: random grids (a few points outside the
 // input, which no slab lists, and NaN, Inf and huge values) with rows of 24 or more channels and
 // gradOutput in planes take the listed slabs with gridGrad in them on 1 and 2 threads; their
@@ -903,15 +913,8 @@ TEST(FastSlabs, GridGradInTheSlabs) {
             std::string log;
             const Outputs fast = logged_run(c, in, &log);
             EXPECT_EQ(log.find("gridGrad in the slabs") != std::string::npos, in_slabs) << log;
-            // gridGrad alone: the gridGrad calls.
-            HostTensor gg = make(c, c.grid(), ACL_FORMAT_ND, 5);
-            gg.fill(1234.5);
-            {
-              ForceImpl force("cpu:fast");
-              EXPECT_EQ(backward(in.go, in.x, in.g, nullptr, &gg, c.m, false, true), ACLNN_SUCCESS)
-                  << aclGetRecentErrMsg();
-            }
-            EXPECT_TRUE(same_bits(fast.gg, gg.values())) << "gridGrad, threads " << threads;
+            EXPECT_TRUE(same_bits(fast.gg, grid_grad_alone(c, in)))
+                << "gridGrad, threads " << threads;
             expect_same_as_ref(c, in, fast, run(c, in, "cpu:ref"));
           }
         }
@@ -951,14 +954,7 @@ TEST(FastDirect, GridGradBesideTheDirectSlabs) {
     EXPECT_NE(log.find(k.apart ? "direct slabs, gridGrad beside" : "direct slabs ("),
               std::string::npos)
         << log;
-    HostTensor gg = make(c, c.grid(), ACL_FORMAT_ND, 5);
-    gg.fill(1234.5);
-    {
-      ForceImpl force("cpu:fast");
-      EXPECT_EQ(backward(in.go, in.x, in.g, nullptr, &gg, c.m, false, true), ACLNN_SUCCESS)
-          << aclGetRecentErrMsg();
-    }
-    EXPECT_TRUE(same_bits(fast.gg, gg.values())) << "gridGrad";
+    EXPECT_TRUE(same_bits(fast.gg, grid_grad_alone(c, in))) << "gridGrad";
     expect_same_as_ref(c, in, fast, run(c, in, "cpu:ref"));
   }
   set_threads(saved);
