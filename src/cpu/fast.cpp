@@ -51,16 +51,21 @@ int64_t max_offset(DType t) {
                              : int64_t(std::numeric_limits<int32_t>::max());
 }
 
-// Sum over spatial dims of (size - 1) * |stride|: the largest |offset| a tap can have; -1 if it
-// exceeds max_offset.
-int64_t extent(const Problem& p, const View& v) {
+// Sum over n dims of (size - 1) * |stride|: the largest |offset| in them; -1 if it exceeds
+// max_offset.
+int64_t span(const int64_t* size, const int64_t* stride, int n, DType t) {
   int64_t e = 0;
-  for (int i = 0; i < p.nd; ++i) {
-    const int64_t s = v.stride[2 + i] < 0 ? -v.stride[2 + i] : v.stride[2 + i];
-    if (p.in_size[i] > 1 && s > (max_offset(p.dtype) - e) / (p.in_size[i] - 1)) return -1;
-    e += (p.in_size[i] - 1) * s;
+  for (int i = 0; i < n; ++i) {
+    const int64_t s = stride[i] < 0 ? -stride[i] : stride[i];
+    if (size[i] > 1 && s > (max_offset(t) - e) / (size[i] - 1)) return -1;
+    e += (size[i] - 1) * s;
   }
   return e;
+}
+
+// The largest |offset| a tap can have in an input-shaped view; -1 if it exceeds max_offset.
+int64_t extent(const Problem& p, const View& v) {
+  return span(p.in_size, v.stride + 2, p.nd, p.dtype);
 }
 
 bool sixteen_bit(const Problem& p) { return dtype_size(p.dtype) == 2; }
@@ -389,16 +394,10 @@ bool entry_gg_room(const Problem& p) {
   if (!backward_input_grad(p) || !p.want_grid_grad || p.interp == Interp::Nearest ||
       sixteen_bit(p) || p.C < kSlabGridGradMinC || p.out.stride[1] == 1 || !rows_ok(p))
     return false;
-  const int D = p.nd;
-  int64_t e = 0;
-  for (int i = 0; i <= D; ++i) {
-    const int64_t n = i < D ? p.out_size[i] - 1 : D - 1;
-    const int64_t s =
-        p.grid_grad.stride[1 + i] < 0 ? -p.grid_grad.stride[1 + i] : p.grid_grad.stride[1 + i];
-    if (n > 0 && s > (max_offset(p.dtype) - e) / n) return false;
-    e += n * s;
-  }
-  return true;
+  int64_t size[kMaxSpatial + 1];  // gridGrad's dims within an item: the output's, then D
+  std::copy_n(p.out_size, p.nd, size);
+  size[p.nd] = p.nd;
+  return span(size, p.grid_grad.stride + 1, p.nd + 1, p.dtype) >= 0;
 }
 
 bool layout(const Problem& p, WorkspaceLayout* w) {
@@ -717,14 +716,15 @@ constexpr double kMaxDirectCost = 2;
 
 // NOTE [ gridGrad beside the direct slabs ]: 3D rows of up to 128 bytes (32 FLOAT or 16 DOUBLE
 // channels) get gridGrad from calls over points beside the direct slabs rather than
-// from the slabs' tap tables: the same sums either way (the same bits), but a slab that computes
-// gridGrad for its chunks runs about twice as long as the others, its gathers of input rows
-// overlap less among its updates, and on 2 threads the few slabs balance worse than the many
-// gridGrad calls. AMD Zen 5, coherent grids, N = 1, best of 3 interleaved rounds, 1 / 2
-// threads: 3D warp C = 16 64^3 22.8 -> 17.7 / 12.9 -> 9.9 ms, 48^3 7.6 -> 6.0 / 3.5 -> 3.0 ms,
-// DOUBLE C = 16 48^3 15.0 -> 14.3 / 7.9 -> 7.0 ms, C = 32 48^3 14.1 -> 14.2 / 8.0 -> 7.6 ms; 3D
-// affine C = 16 64^3 20.0 -> 14.4 / 11.0 -> 8.4 ms. 2D lost (warp C = 16 512^2 11.8 -> 12.1 /
-// 6.3 -> 6.9 ms), and so did wider rows (channel-last C = 64 32^3 4.0 -> 3.8 / 1.40 -> 1.47 ms).
+// from the slabs' tap tables: the same sums either way (the same bits), but both gradients in the
+// slabs took 1.4x the two apart (3D warp C = 16 64^3, 1 thread: 32.9 ms; inputGrad alone 12.2
+// ms, gridGrad alone 11.0 ms), likely because the gathers of input rows overlap less among a
+// slab's updates and, on 2 threads, the few slabs balance worse than the many calls. AMD Zen 5,
+// coherent grids, N = 1, best of 3 interleaved rounds, 1 / 2 threads: 3D warp C = 16 64^3 22.8
+// -> 17.7 / 12.9 -> 9.9 ms, 48^3 7.6 -> 6.0 / 3.5 -> 3.0 ms, DOUBLE C = 16 48^3 15.0 -> 14.3 / 7.9
+// -> 7.0 ms, C = 32 48^3 14.1 -> 14.2 / 8.0 -> 7.6 ms; 3D affine C = 16 64^3 20.0 -> 14.4 / 11.0
+// -> 8.4 ms. 2D lost (warp C = 16 512^2 11.8 -> 12.1 / 6.3 -> 6.9 ms), and so did wider rows
+// (channel-last C = 64 32^3 4.0 -> 3.8 / 1.40 -> 1.47 ms).
 constexpr int64_t kApartRowBytes = 128;
 
 bool grid_grad_apart(const Problem& p, const Args& a) {
@@ -818,7 +818,8 @@ bool direct_grid_grad(const Problem& p, const Args& a) {
 // 27.4 -> 26.1 ms, DOUBLE C = 32 48^3 41.1 -> 38.3 / 20.8 -> 20.0 ms; 2D N = 4, C = 64 128^2
 // 16.5 -> 13.9 / 9.5 -> 7.8 ms, N = 1, C = 32 256^2 7.0 -> 6.4 / 4.1 -> 4.0 ms. Not kept where it
 // lost: planes (C = 1 128^3 58 -> 83 ms on 1 thread, C = 4 96^3 46 -> 60 ms, C = 8 64^3 17.0 ->
-// 22.6 ms; a slab's scalar updates leave its gathers less overlap than the gridGrad calls get),
+// 22.6 ms; the profile of C = 1: slabs 20 ms and gridGrad calls 22 ms apart, slabs 55 ms
+// together, likely because a slab's scalar updates leave its gathers less overlap),
 // channel-last rows, which the gridGrad calls read in place (C = 48 48^3 13.3 -> 17.3 ms), and
 // rows of 16 channels (C = 16 64^3 0.96-1.01, DOUBLE 1.00-1.08).
 bool slab_grid_grad(const Problem& p, const Args& a) {

@@ -2009,6 +2009,15 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
   });
 }
 
+// gridGrad from its sums: times each axis's multiplier, 0 for the lanes that sample nothing
+// (cpu:ref's mult * gacc).
+template <class DF, int D, int NT>
+HWY_INLINE void ScaleGridGrad(DF df, const TapTable<DF, D, NT>& tab, hn::Vec<DF> gacc[D]) {
+  const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(DIOf<DF>(), tab.point_ok)));
+  for (int d = 0; d < D; ++d)
+    gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, tab.mult[d]), gacc[d]));
+}
+
 // gridGrad of a vector of points of an item (`in`, gradOutput `gout` and gridGrad `gg` at the
 // item's start), each point computed alone (GridGradSums). SI: the element type of Args::in.
 template <class S, class SI, int D, int NT, class DF>
@@ -2016,7 +2025,6 @@ HWY_INLINE void GridGradVector(const Args& a, const SI* in, const S* gout, S* gg
                                const PointVector<DF, D, NT>& q, int scale = 1) {
   using T = TOf<S>;
   const DF df;
-  const DIOf<DF> di;
   const Problem& p = *a.p;
   const int64_t os1 = p.out.stride[1];
   const size_t count = q.count;
@@ -2033,9 +2041,7 @@ HWY_INLINE void GridGradVector(const Args& a, const SI* in, const S* gout, S* gg
         return nullptr;
       },
       gacc, scale);
-  const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, q.tab.point_ok)));
-  for (int d = 0; d < D; ++d)
-    gacc[d] = hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, q.tab.mult[d]), gacc[d]));
+  ScaleGridGrad(df, q.tab, gacc);
   StoreGridGrad<DF, S, D>(df, a, gacc, gg, q.ggo, count);
 }
 
@@ -2449,16 +2455,14 @@ HWY_INLINE void SlabGridGrad(const Args& a, int64_t n, const S* in, const S* ent
                              const TI* egg, const TapTable<DF, D, NT>& tab, const TI* home,
                              size_t count) {
   const DF df;
-  const DIOf<DF> di;
   hn::Vec<DF> gacc[D];
   GridGradSums<DF, S, D, NT>(
       df, a, in, tab, [&](int64_t c) HWY_ATTR { return LoadPoints(df, entry + D + c, E, count); },
       [&](size_t j) HWY_ATTR -> const S* { return entry + int64_t(j < count ? j : 0) * E + D; },
       gacc);
-  const auto pok = hn::MaskFromVec(hn::BitCast(df, hn::Load(di, tab.point_ok)));
+  ScaleGridGrad(df, tab, gacc);
   alignas(64) S v[D][kMaxLanes<DF>] = {};
-  for (int d = 0; d < D; ++d)
-    hn::Store(hn::IfThenElseZero(pok, hn::Mul(hn::Load(df, tab.mult[d]), gacc[d])), df, v[d]);
+  for (int d = 0; d < D; ++d) hn::Store(gacc[d], df, v[d]);
   const Problem& p = *a.p;
   S* gg = MutPtr<S>(p.grid_grad, n * p.grid_grad.stride[0]);
   const int64_t k = p.grid_grad.stride[D + 1];
