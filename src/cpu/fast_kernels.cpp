@@ -1839,7 +1839,10 @@ void Bin(const Args& a, int64_t n, int64_t chunk, bool fill) {
 // transpose of the 16 points' lane sums and 15 dependent additions in lane order (AMD Zen 5,
 // AVX-512, 1 thread, gridGrad alone, best of 3 interleaved rounds: 3D warp C = 16 64^3 11.3 ->
 // 9.0 ms, 3D affine N = 2, C = 16 48^3 channel-last 8.0 -> 5.6 ms, random 3D DOUBLE C = 16 64^3
-// 36.9 -> 30.7 ms, random 2D N = 8, C = 64 128^2 20.1 -> 19.1 ms). The gather path (no rows)
+// 36.9 -> 30.7 ms, random 2D N = 8, C = 64 128^2 20.1 -> 19.1 ms). Rows of up to four vectors
+// take the first step as they form the partial sums, two points at a time, and store half as
+// many vectors (then, best of 5: random 2D N = 2, C = 16 bicubic 256^2 11.1 -> 8.6 ms, random 3D
+// C = 16 64^3 15.4 -> 13.7 ms, 3D warp C = 16 64^3 8.6 -> 8.1 ms). The gather path (no rows)
 // emulates the same additions, so a point's gridGrad is the same in every layout; with fewer
 // channels than N, which no rows path takes, it adds the products in channel order. It is the
 // same sum as cpu:ref's with other roundings: within SPEC §1's bound of it (NOTE [ gridGrad
@@ -1876,6 +1879,18 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
       alignas(64) T gcol[kChunk][kN];
       const T* rows[kN];
       hn::Vec<DF> blk[kN] = {};  // (GCC 12 warns of lanes past N on the scalar target)
+      // Lane j's partial sums are added pairwise: the vectors of two lanes' sums of neighbouring
+      // pairs, then of four lanes' sums of neighbouring quadruples, and so on. `half` holds the
+      // first of those steps.
+#if HWY_TARGET != HWY_SCALAR  // (one lane there, and no ConcatEven)
+      static_assert(kN % 2 == 0, "pairs of lanes");
+      constexpr size_t kHalf = kN / 2;
+      alignas(64) T half[kTaps][kHalf][kN];
+      bool halved = false;
+      auto pairs = [&](hn::Vec<DF> lo, hn::Vec<DF> hi) HWY_ATTR {
+        return hn::Add(hn::ConcatEven(df, hi, lo), hn::ConcatOdd(df, hi, lo));
+      };
+#endif
       for (int64_t c0 = 0; c0 < C; c0 += kChunk) {
         const int64_t cc = std::min(kChunk, C - c0);
         if (!go_rows) {
@@ -1889,21 +1904,35 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
           for (; c < cc; ++c)
             for (size_t j = 0; j < N; ++j) gtile[j][c] = gcol[c][j];
         }
-        // Rows of 1 to 4 full vectors (a single chunk): the gradOutput row in registers.
+        // Rows of 1 to 4 full vectors (a single chunk): the gradOutput rows in registers, and
+        // the first pairwise step taken on two lanes' partial sums at once.
         auto full = [&](auto vectors) HWY_ATTR {
           constexpr int kV = decltype(vectors)::value;
-          for (size_t j = 0; j < N; ++j) {
+          auto partial = [&](const hn::Vec<DF>* gv, int t, size_t j) HWY_ATTR {
+            const T* row = in + tab.off[t][j] * scale;
+            auto p = hn::Add(hn::Zero(df), hn::Mul(hn::LoadU(df, row), gv[0]));
+            for (int v = 1; v < kV; ++v)
+              p = hn::Add(p, hn::Mul(hn::LoadU(df, row + v * int64_t(N)), gv[v]));
+            return p;
+          };
+          auto load = [&](size_t j, hn::Vec<DF>* gv) HWY_ATTR {
             const T* g = go_rows ? go_row(j) : gtile[j];
-            hn::Vec<DF> gv[kV];
             for (int v = 0; v < kV; ++v) gv[v] = hn::LoadU(df, g + v * int64_t(N));
-            for (int t = 0; t < kTaps; ++t) {
-              const T* row = in + tab.off[t][j] * scale;
-              auto p = hn::Add(hn::Zero(df), hn::Mul(hn::LoadU(df, row), gv[0]));
-              for (int v = 1; v < kV; ++v)
-                p = hn::Add(p, hn::Mul(hn::LoadU(df, row + v * int64_t(N)), gv[v]));
-              hn::Store(p, df, part[t][j]);
-            }
+          };
+#if HWY_TARGET != HWY_SCALAR
+          for (size_t j = 0; j < N; j += 2) {
+            hn::Vec<DF> gv0[kV], gv1[kV];
+            load(j, gv0);
+            load(j + 1, gv1);
+            for (int t = 0; t < kTaps; ++t)
+              hn::Store(pairs(partial(gv0, t, j), partial(gv1, t, j + 1)), df, half[t][j / 2]);
           }
+          halved = true;
+#else
+          hn::Vec<DF> gv[kV];
+          load(0, gv);
+          for (int t = 0; t < kTaps; ++t) hn::Store(partial(gv, t, 0), df, part[t][0]);
+#endif
         };
         if (!WithRowVectors(C, N, full)) {
           for (size_t j = 0; j < N; ++j) {
@@ -1921,21 +1950,16 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
         }
       }
       for (int t = 0; t < kTaps; ++t) {
-        // Lane j's partial sums, added pairwise: the vectors of two lanes' sums of neighbouring
-        // pairs, then of four lanes' sums of neighbouring quadruples, and so on.
-#if HWY_TARGET == HWY_SCALAR  // (one lane, and no ConcatEven)
+#if HWY_TARGET == HWY_SCALAR
         accumulate(t, hn::Load(df, part[t][0]));
 #else
-        static_assert(kN % 2 == 0, "pairs of lanes");
-        hn::Vec<DF> sum[kN / 2];
-        auto pairs = [&](hn::Vec<DF> lo, hn::Vec<DF> hi) HWY_ATTR {
-          return hn::Add(hn::ConcatEven(df, hi, lo), hn::ConcatOdd(df, hi, lo));
-        };
+        hn::Vec<DF> sum[kHalf];
 #pragma GCC unroll 16
-        for (size_t k = 0; k < kN / 2; ++k)
-          sum[k] = pairs(hn::Load(df, part[t][2 * k]), hn::Load(df, part[t][2 * k + 1]));
+        for (size_t k = 0; k < kHalf; ++k)
+          sum[k] = halved ? hn::Load(df, half[t][k])
+                          : pairs(hn::Load(df, part[t][2 * k]), hn::Load(df, part[t][2 * k + 1]));
 #pragma GCC unroll 4
-        for (size_t n = kN / 2; n > 1; n /= 2)
+        for (size_t n = kHalf; n > 1; n /= 2)
 #pragma GCC unroll 8
           for (size_t k = 0; k < n / 2; ++k) sum[k] = pairs(sum[2 * k], sum[2 * k + 1]);
         accumulate(t, sum[0]);
