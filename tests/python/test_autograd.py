@@ -2,6 +2,7 @@
 bicubic included), the outputMask of the one backward call, and double backward raising."""
 
 import itertools
+import zlib
 
 import pytest
 import torch
@@ -24,7 +25,11 @@ def _inputs(nd, seed, channels_last=False):
 @pytest.mark.parametrize("nd,mode,padding,ac",
                          list(itertools.product((2, 3), MODES, PADDINGS, (False, True))))
 def test_gradcheck(nd, mode, padding, ac):
-    x, grid = _inputs(nd, hash((nd, mode, padding, ac)) % 1000, channels_last=ac)
+    # A seed fixed by the parameters (hash() of strings changes with each process's
+    # PYTHONHASHSEED, and a few seeds put a point within eps of a kink: 2D bilinear border
+    # align_corners seed 529 fails on cpu:ref too).
+    x, grid = _inputs(nd, zlib.crc32(repr((nd, mode, padding, ac)).encode()) % 1000,
+                      channels_last=ac)
     fn = lambda a, b: gridsample.grid_sample(a, b, mode, padding, ac)  # noqa: E731
     assert torch.autograd.gradcheck(fn, (x, grid), eps=1e-6, atol=1e-7, rtol=1e-5)
 
