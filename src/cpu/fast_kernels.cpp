@@ -1887,7 +1887,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
       constexpr size_t kHalf = kN / 2;
       alignas(64) T half[kTaps][kHalf][kN];
       bool halved = false;
-      auto pairs = [&](hn::Vec<DF> lo, hn::Vec<DF> hi) HWY_ATTR {
+      auto pair_sums = [&](hn::Vec<DF> lo, hn::Vec<DF> hi) HWY_ATTR {
         return hn::Add(hn::ConcatEven(df, hi, lo), hn::ConcatOdd(df, hi, lo));
       };
 #endif
@@ -1925,7 +1925,7 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
             load(j, gv0);
             load(j + 1, gv1);
             for (int t = 0; t < kTaps; ++t)
-              hn::Store(pairs(partial(gv0, t, j), partial(gv1, t, j + 1)), df, half[t][j / 2]);
+              hn::Store(pair_sums(partial(gv0, t, j), partial(gv1, t, j + 1)), df, half[t][j / 2]);
           }
           halved = true;
 #else
@@ -1956,12 +1956,13 @@ HWY_INLINE void GridGradSums(DF df, const Args& a, const SI* in, const TapTable<
         hn::Vec<DF> sum[kHalf];
 #pragma GCC unroll 16
         for (size_t k = 0; k < kHalf; ++k)
-          sum[k] = halved ? hn::Load(df, half[t][k])
-                          : pairs(hn::Load(df, part[t][2 * k]), hn::Load(df, part[t][2 * k + 1]));
+          sum[k] = halved
+                       ? hn::Load(df, half[t][k])
+                       : pair_sums(hn::Load(df, part[t][2 * k]), hn::Load(df, part[t][2 * k + 1]));
 #pragma GCC unroll 4
         for (size_t n = kHalf; n > 1; n /= 2)
 #pragma GCC unroll 8
-          for (size_t k = 0; k < n / 2; ++k) sum[k] = pairs(sum[2 * k], sum[2 * k + 1]);
+          for (size_t k = 0; k < n / 2; ++k) sum[k] = pair_sums(sum[2 * k], sum[2 * k + 1]);
         accumulate(t, sum[0]);
 #endif
       }
