@@ -591,10 +591,9 @@ TEST(FastRowsAhead, WideRowsPastTheCaches) {
 // NOTE [ Pair rows ] (src/cpu/fast.cpp): a channel-first FLOAT forward of 2 to 7 channels on a
 // random grid (nearest: up to 15 channels, on any grid) with two or more tap reads per input point
 // copies the input into rows and gathers channels two by two from them (odd counts end with one
-// channel); nearest with 2 channels from one read per input point, but not where more threads
-// than items read a copy that fits L2; with fewer reads, or bilinear and bicubic on a coherent
-// grid, it gathers from the planes, and bilinear and bicubic with 9 channels read rows a row at a
-// time. Every mode, 2D and 3D, plain and strided (flipped) views, 1 and 3 threads: out
+// channel); with fewer reads (nearest's one read per input point too), or bilinear and bicubic on a
+// coherent grid, it gathers from the planes, and bilinear and bicubic with 9 channels read rows a
+// row at a time. Every mode, 2D and 3D, plain and strided (flipped) views, 1 and 3 threads: out
 // bit-identical to cpu:ref.
 TEST(FastPairRows, ForwardMatchesReference) {
   const int saved = set_threads(1);
@@ -628,7 +627,7 @@ TEST(FastPairRows, ForwardMatchesReference) {
             set_threads(threads);
             std::string log;
             const Outputs fast = logged_run(k, in, &log);
-            const bool one_read = interp != 1 || (C == 2 && threads == 1);
+            const bool one_read = interp != 1;  // nearest: one tap read per input point
             const bool rows =
                 (C < 8 || interp == 1) && (what == "rows" || (what == "coherent" && interp == 1) ||
                                            (what == "one read" && one_read));

@@ -217,30 +217,21 @@ bool reads_input(const Problem& p) {
 // a coherent grid, planes gathered (2D affine N = 8, C = 8 256 x 32 -> 512 x 64 1.22 -> 1.00 ms;
 // bilinear on random grids was as often slower: 3D C = 8 32^3 -> 64^3 2.71 -> 2.84 ms). The copy
 // pays from two tap reads per input point, cached or not: with one it did not (3D C = 4 64^3 ->
-// 32^3 bilinear 0.49 -> 0.53 ms, 2D affine N = 2, C = 3 224^2 nearest 0.23 -> 0.27 ms), but for
-// nearest with two channels, whose pair of gathers replaces two 16-lane gathers per vector with
-// nothing left over, it does (AMD Zen 5, 1 thread, forward, planes -> rows: 2D affine C = 2
-// 512 x 32 reflection 35 -> 26 us, N = 4 100^2 57 -> 40 us, 2D warp C = 2 1024^2 3.19 -> 1.83 ms,
-// random 2D N = 2 256^2 0.214 -> 0.147 ms, 3D warp C = 2 64^3 0.52 -> 0.46 ms, random 3D 0.55 ->
-// 0.42 ms; not clearly with more channels: C = 3 512 x 32 39 -> 41 us, C = 4 43 -> 41 us, C = 8
-// 69 -> 77 us). Not where one
-// item's input fits L2 and more threads than items read it (pair_rows_shared): one thread copies
-// it, and the others read the copy from its caches (2 threads, N = 1: 2D affine C = 2 512 x 32
-// 20 -> 41 us, 128^2 16 -> 31 us; the same with N = 2 25 -> 22 us, 2D warp C = 2 512^2 0.22 ->
-// 0.17 ms).
+// 32^3 bilinear 0.49 -> 0.53 ms, 2D affine N = 2, C = 3 224^2 nearest 0.23 -> 0.27 ms). Nearest
+// with two channels, whose pair of gathers replaces two 16-lane gathers per vector with nothing
+// left over, took the copy from one read per input point until the lean loop's constants stayed
+// in registers (NOTE [ Lean gathers ] in fast_kernels.cpp); since then its planes win there too
+// (AMD Zen 5, 1 thread, forward, best of 5 interleaved rounds, rows -> planes: 2D affine C = 2
+// 512 x 32 reflection 35 -> 29 us, N = 4 100^2 58 -> 46 us, 2D warp 1024^2 2.18 -> 1.63 ms, 3D
+// warp 64^3 0.68 -> 0.50 ms, random 2D N = 2 256^2 0.24 -> 0.21 ms; random 3D 64^3 0.69 -> 0.71
+// ms), and the copy still pays from two (100^2 -> 100 x 256 0.033 -> 0.034 ms, 2D warp N = 2
+// 128^2 -> 256^2 0.16 -> 0.17 ms, random 3D 32^3 -> 64^3 0.42 -> 0.45 ms).
 bool pair_rows(const Problem& p) {
   if (p.op != Op::Forward || p.dtype != DType::Float32 || p.channel_last || p.C < 2) return false;
   const bool nearest = p.interp == Interp::Nearest;
   const int64_t max_c = nearest ? kCoherentRowsMinC : kRowsMinCForward;
-  const int64_t min_reads = nearest && p.C == 2 ? 1 : 2;  // tap reads per input point
   // Rows whose offsets the vector index math holds (else the planes, which accepts() takes).
-  return p.C < max_c && rows_fit(p) && tap_reads(p) >= min_reads * p.in_points();
-}
-// Whether pair_rows' copy at under two reads per input point (nearest, C = 2) is left out on
-// `threads` threads: see above.
-bool pair_rows_shared(const Problem& p, int threads) {
-  return tap_reads(p) < 2 * p.in_points() && p.N < threads &&
-         p.C * p.in_points() * compute_size(p) <= kL2Bytes;
+  return p.C < max_c && rows_fit(p) && tap_reads(p) >= 2 * p.in_points();
 }
 
 bool pack_input(const Problem& p) {
@@ -480,9 +471,9 @@ void row_strides(const Args& a, int nd, int64_t inner, int64_t* sp) {
   }
 }
 
-// `threads`: those the call runs on. `coherent`: whether the grid is coherent (NOTE [ Coherent
-// grids ]), sampled only where a path or a prefetch depends on it (empty where not sampled).
-Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coherent) {
+// `coherent`: whether the grid is coherent (NOTE [ Coherent grids ]), sampled only where a path or
+// a prefetch depends on it (empty where not sampled).
+Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
   Args a;
   a.p = &p;
   const int D = p.nd;
@@ -553,7 +544,7 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
                (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;
   if (grad_pair_rows(p) && !is_coherent) a.grad_rows = base + w.in;
-  a.in_packed = pack_input(p) && !gathers && !(pair_rows(p) && pair_rows_shared(p, threads));
+  a.in_packed = pack_input(p) && !gathers;
   char* in = nullptr;
   place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
   a.in = in;
@@ -911,7 +902,7 @@ void bin_positions(const Args& a, int64_t n) {
 void run(const Problem& p, void* ws) {
   std::optional<bool> probed;
   const int threads = useful_threads(p);
-  const Args a = make_args(p, ws, threads, &probed);
+  const Args a = make_args(p, ws, &probed);
   const bool coherent = probed.value_or(false);
   const Kernels k = dispatch_dtype(
       p.dtype, [&](auto s) { return fast::select_kernels<decltype(s)>(p.nd, p.interp); });
