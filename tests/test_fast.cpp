@@ -592,9 +592,9 @@ TEST(FastRowsAhead, WideRowsPastTheCaches) {
 // random grid (nearest: up to 15 channels, on any grid) with two or more tap reads per input point
 // copies the input into rows and gathers channels two by two from them (odd counts end with one
 // channel); with fewer reads (nearest's one read per input point too), or bilinear and bicubic on a
-// coherent grid, it gathers from the planes, and bilinear and bicubic with 9 channels read rows a
-// row at a time. Every mode, 2D and 3D, plain and strided (flipped) views, 1 and 3 threads: out
-// bit-identical to cpu:ref.
+// coherent grid, or nearest with 2 channels on several threads, it gathers from the planes, and
+// bilinear and bicubic with 9 channels read rows a row at a time. Every mode, 2D and 3D, plain and
+// strided (flipped) views, 1 and 3 threads: out bit-identical to cpu:ref.
 TEST(FastPairRows, ForwardMatchesReference) {
   const int saved = set_threads(1);
   uint64_t seed = 700;
@@ -610,7 +610,7 @@ TEST(FastPairRows, ForwardMatchesReference) {
         c.m = {interp, int64_t(seed % 3), seed % 2 == 0};
         c.strided = seed % 4 == 1;
         c.flip = c.strided;
-        for (const char* kind : {"rows", "few reads", "one read", "coherent"}) {
+        for (const char* kind : {"rows", "few reads", "one read", "coherent", "upsampled"}) {
           Case k = c;
           k.seed = ++seed;
           const std::string what(kind);
@@ -619,6 +619,10 @@ TEST(FastPairRows, ForwardMatchesReference) {
           if (what == "one read")  // as many output points as input points, enough for 3 threads
             k.in = k.out =
                 nd == 3 ? std::vector<int64_t>{12, 14, 14} : std::vector<int64_t>{48, 48};
+          if (what == "upsampled") {  // four reads per input point, enough for 3 threads
+            k.in = nd == 3 ? std::vector<int64_t>{6, 7, 7} : std::vector<int64_t>{24, 24};
+            k.out = nd == 3 ? std::vector<int64_t>{12, 14, 14} : std::vector<int64_t>{48, 48};
+          }
           k.coherent = what == "coherent";
           SCOPED_TRACE(k.name() + " " + what);
           const Inputs in = make_inputs(k);
@@ -628,9 +632,12 @@ TEST(FastPairRows, ForwardMatchesReference) {
             std::string log;
             const Outputs fast = logged_run(k, in, &log);
             const bool one_read = interp != 1;  // nearest: one tap read per input point
+            // Nearest with 2 channels on several threads reads the planes.
+            const bool threads_ok = threads == 1 || interp != 1 || C != 2;
             const bool rows =
-                (C < 8 || interp == 1) && (what == "rows" || (what == "coherent" && interp == 1) ||
-                                           (what == "one read" && one_read));
+                (C < 8 || interp == 1) &&
+                (what == "rows" || (what == "coherent" && interp == 1) ||
+                 (what == "one read" && one_read) || (what == "upsampled" && threads_ok));
             EXPECT_EQ(log.find("fwd") != std::string::npos &&
                           log.find(": gathers from channel rows") != std::string::npos,
                       rows)

@@ -225,13 +225,22 @@ bool reads_input(const Problem& p) {
 // 512 x 32 reflection 35 -> 29 us, N = 4 100^2 58 -> 46 us, 2D warp 1024^2 2.18 -> 1.63 ms, 3D
 // warp 64^3 0.68 -> 0.50 ms, random 2D N = 2 256^2 0.24 -> 0.21 ms; random 3D 64^3 0.69 -> 0.71
 // ms), and the copy still pays from two (100^2 -> 100 x 256 0.033 -> 0.034 ms, 2D warp N = 2
-// 128^2 -> 256^2 0.16 -> 0.17 ms, random 3D 32^3 -> 64^3 0.42 -> 0.45 ms).
+// 128^2 -> 256^2 0.16 -> 0.17 ms, random 3D 32^3 -> 64^3 0.42 -> 0.45 ms). On more than one
+// thread it reads the planes whatever the reads (pair_rows_threads): there the copy, a phase of
+// its own before the forward, cost more than its gathers saved (2 threads, rows -> planes: 2D
+// affine C = 2 100^2 -> 100 x 256 0.034 -> 0.023 ms, N = 2 0.050 -> 0.038 ms, 2D warp 128^2 ->
+// 256^2 0.064 -> 0.044 ms, 512^2 -> 1024^2 N = 2 1.69 -> 1.57 ms, random 2D N = 4 256^2 ->
+// 512^2 1.08 -> 1.00 ms, random 3D 32^3 -> 64^3 0.27 -> 0.26 ms; C = 3 1.02).
 bool pair_rows(const Problem& p) {
   if (p.op != Op::Forward || p.dtype != DType::Float32 || p.channel_last || p.C < 2) return false;
   const bool nearest = p.interp == Interp::Nearest;
   const int64_t max_c = nearest ? kCoherentRowsMinC : kRowsMinCForward;
   // Rows whose offsets the vector index math holds (else the planes, which accepts() takes).
   return p.C < max_c && rows_fit(p) && tap_reads(p) >= 2 * p.in_points();
+}
+// Whether pair_rows' copy is made on `threads` threads: see above.
+bool pair_rows_threads(const Problem& p, int threads) {
+  return threads == 1 || p.interp != Interp::Nearest || p.C != 2;
 }
 
 bool pack_input(const Problem& p) {
@@ -471,9 +480,9 @@ void row_strides(const Args& a, int nd, int64_t inner, int64_t* sp) {
   }
 }
 
-// `coherent`: whether the grid is coherent (NOTE [ Coherent grids ]), sampled only where a path or
-// a prefetch depends on it (empty where not sampled).
-Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
+// `threads`: those the call runs on. `coherent`: whether the grid is coherent (NOTE [ Coherent
+// grids ]), sampled only where a path or a prefetch depends on it (empty where not sampled).
+Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coherent) {
   Args a;
   a.p = &p;
   const int D = p.nd;
@@ -544,7 +553,7 @@ Args make_args(const Problem& p, void* ws, std::optional<bool>* coherent) {
                (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;
   if (grad_pair_rows(p) && !is_coherent) a.grad_rows = base + w.in;
-  a.in_packed = pack_input(p) && !gathers;
+  a.in_packed = pack_input(p) && !gathers && !(pair_rows(p) && !pair_rows_threads(p, threads));
   char* in = nullptr;
   place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
   a.in = in;
@@ -902,7 +911,7 @@ void bin_positions(const Args& a, int64_t n) {
 void run(const Problem& p, void* ws) {
   std::optional<bool> probed;
   const int threads = useful_threads(p);
-  const Args a = make_args(p, ws, &probed);
+  const Args a = make_args(p, ws, threads, &probed);
   const bool coherent = probed.value_or(false);
   const Kernels k = dispatch_dtype(
       p.dtype, [&](auto s) { return fast::select_kernels<decltype(s)>(p.nd, p.interp); });
