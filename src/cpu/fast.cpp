@@ -553,7 +553,7 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
                (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;
   if (grad_pair_rows(p) && !is_coherent) a.grad_rows = base + w.in;
-  a.in_packed = pack_input(p) && !gathers && !(pair_rows(p) && !pair_rows_threads(p, threads));
+  a.in_packed = pack_input(p) && !gathers && (!pair_rows(p) || pair_rows_threads(p, threads));
   char* in = nullptr;
   place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
   a.in = in;

@@ -1082,8 +1082,9 @@ void Pack(const Args& a, int64_t n, int64_t p0, int64_t p1) {
         // Copied back by vectors (masked at the end): std::copy_n became a `rep movsq`, whose
         // start-up took 38% of the copy's time where rows end in a partial vector (2D affine
         // C = 2 100^2 -> 100 x 256 nearest forward).
-        for (size_t i = 0, e = cnt * size_t(C); at == rows && i < e; i += N)
-          StoreRow(df, hn::Load(df, rows + i), to + i, std::min(N, e - i));
+        if (at == rows)
+          for (size_t i = 0, e = cnt * size_t(C); i < e; i += N)
+            StoreRow(df, hn::Load(df, rows + i), to + i, std::min(N, e - i));
       }
       q += run;
       continue;
