@@ -1300,6 +1300,28 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
   while (done < issued) process(ring[done++ % (kAhead + 1)]);
 }
 
+// Calls run(padding, align) with the padding mode and alignCorners as compile-time constants
+// (std::integral_constant, std::bool_constant) where `constants`, one instantiation of run per
+// pair (NOTE [ Lean gathers ]), else, and in sanitizer builds, as variables.
+template <class Run>
+HWY_INLINE void WithModes(const Problem& p, bool constants, Run&& run) {
+  if (!constants || kSanitized) return run(p.padding, p.align_corners);
+  auto with_align = [&](auto padding_c) HWY_ATTR {
+    if (p.align_corners)
+      run(padding_c, std::true_type());
+    else
+      run(padding_c, std::false_type());
+  };
+  switch (p.padding) {
+    case Padding::Border:
+      return with_align(std::integral_constant<Padding, Padding::Border>());
+    case Padding::Reflection:
+      return with_align(std::integral_constant<Padding, Padding::Reflection>());
+    default:
+      return with_align(std::integral_constant<Padding, Padding::Zeros>());
+  }
+}
+
 template <class S, class SI, int D, int NT>
 void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
   using DF = DFOf<S>;
@@ -1474,27 +1496,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
               gathers(std::integral_constant<int, 0>(), off, w, valid, fo, count, none, none);
           });
     };
-    auto with_align = [&](auto padding_c) HWY_ATTR {
-      if (p.align_corners)
-        run(padding_c, std::true_type());
-      else
-        run(padding_c, std::false_type());
-    };
-    if (k16<S> || kSanitized) {
-      run(p.padding, p.align_corners);
-      return;
-    }
-    switch (p.padding) {
-      case Padding::Border:
-        with_align(std::integral_constant<Padding, Padding::Border>());
-        break;
-      case Padding::Reflection:
-        with_align(std::integral_constant<Padding, Padding::Reflection>());
-        break;
-      default:
-        with_align(std::integral_constant<Padding, Padding::Zeros>());
-        break;
-    }
+    WithModes(p, !k16<S>, run);
     return;
   }
   alignas(64) T tile[kMaxLanes<DF>][kChunk] = {};  // [point][channel]
@@ -2950,27 +2952,7 @@ void LeanNearestItem(const Args& a, int64_t n, int64_t o0, int64_t o1, S* acc, c
               }
             });
   };
-  auto with_align = [&](auto padding_c) HWY_ATTR {
-    if (p.align_corners)
-      run(padding_c, std::true_type());
-    else
-      run(padding_c, std::false_type());
-  };
-  if (kSanitized) {
-    run(p.padding, p.align_corners);
-    return;
-  }
-  switch (p.padding) {
-    case Padding::Border:
-      with_align(std::integral_constant<Padding, Padding::Border>());
-      break;
-    case Padding::Reflection:
-      with_align(std::integral_constant<Padding, Padding::Reflection>());
-      break;
-    default:
-      with_align(std::integral_constant<Padding, Padding::Zeros>());
-      break;
-  }
+  WithModes(p, true, run);
 }
 
 // The points [part->o0, part->o1) of item n (FLOAT and DOUBLE, the accumulator in the view):
