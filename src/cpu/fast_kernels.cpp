@@ -1300,6 +1300,39 @@ HWY_INLINE void PointPipeline(const Args& a, int64_t n, int64_t o0, int64_t o1, 
   while (done < issued) process(ring[done++ % (kAhead + 1)]);
 }
 
+// The input's extents and x-first strides and Args::scattered, by value: NOTE [ Lean gathers ]'
+// per-vector lambdas hold a copy (NOTE [ Closure copies ]).
+template <int D>
+struct LeanAxes {
+  int64_t size[D], sp[D];
+  bool scattered;
+};
+template <int D>
+LeanAxes<D> LeanAxesOf(const Args& a) {
+  LeanAxes<D> l;
+  for (int d = 0; d < D; ++d) l.size[d] = a.size[d], l.sp[d] = a.in_sp[d];
+  l.scattered = a.scattered;
+  return l;
+}
+
+// NOTE [ Lean gathers ]: the taps of the vector of `count` points whose grid starts at `go`, in
+// registers: per tap its offset, weight and validity; the axes' taps in `ax`.
+template <class DF, class S, int D, int NT, class P>
+HWY_INLINE void LeanTaps(DF df, const Args& a, const S* grid, const LeanAxes<D>& l, P padding,
+                         bool align, int64_t go, size_t count, AxisLanes<DF, NT> ax[D],
+                         hn::Vec<DIOf<DF>>* off, hn::Vec<DF>* w, hn::Mask<DF>* valid) {
+  Lanes<DF> g[D];
+  LoadGrid<DF, S, D>(df, a, grid, go, count, g);
+  const auto pv = AxesTaps<DF, D, NT>(l.size, padding, align, l.scattered, g, count, ax);
+  ForEachTap<DF, D, NT>(ax, pv, l.sp,
+                        [&](int t, const int*, Lanes<DF> wt, LaneMask<DF> v, hn::Vec<DIOf<DF>> o)
+                            HWY_ATTR {
+                              off[t] = o;
+                              w[t] = wt.v;
+                              valid[t] = v.m;
+                            });
+}
+
 // Calls run(padding, align) with the padding mode and alignCorners as compile-time constants
 // (std::integral_constant, std::bool_constant) where `constants`, one instantiation of run per
 // pair (NOTE [ Lean gathers ]), else, and in sanitizer builds, as variables.
@@ -1443,11 +1476,7 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     // nearest 100^2 -> 100 x 256 0.0278 -> 0.0237 ms, 2D warp N = 4, C = 1 32 x 100 bilinear
     // 0.0301 -> 0.0282 ms, random 2D C = 1 128 x 64 -> 256 x 128 bilinear 0.0750 -> 0.0706 ms).
     const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
-    int64_t size[D];
-    for (int d = 0; d < D; ++d) size[d] = a.size[d];
-    int64_t sp[D];
-    for (int d = 0; d < D; ++d) sp[d] = a.in_sp[d];
-    const bool scattered = a.scattered;
+    const LeanAxes<D> axes = LeanAxesOf<D>(a);
     // NOTE [ Edge pairs ]: a bilinear tap and its x neighbour, gathered as a pair from planes
     // (x stride 1) of at least two columns on any grid. Where the first lies on the last column
     // (the second is outside) the pair starts one column earlier and the tap is its second
@@ -1457,27 +1486,19 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     // interleaved rounds, forward: random 2D C = 1 128 x 64 -> 256 x 128 0.069 -> 0.059 ms,
     // N = 4, C = 1 256^2 0.52 -> 0.46 ms, random 3D C = 1 128^3 10.7 -> 9.4 ms, 32^3 -> 64^3
     // 0.92 -> 0.79 ms; coherent grids, which PairOk passed, within the noise).
-    const bool edge_pairs = sp[0] == 1 && size[0] >= 2;
+    const bool edge_pairs = axes.sp[0] == 1 && axes.size[0] >= 2;
     auto run = [&](auto padding_c, auto align_c) HWY_ATTR {
       const bool align = align_c;
       ForEachVector(
           a, o0, o1, N,
-          [&, size, sp](int64_t, size_t count, int64_t go, int64_t fo,
-                        int64_t) HWY_ATTR GS_INLINE_LAMBDA {
-            Lanes<DF> g[D];
-            LoadGrid<DF, S, D>(df, a, grid, go, count, g);
+          [&, axes](int64_t, size_t count, int64_t go, int64_t fo,
+                    int64_t) HWY_ATTR GS_INLINE_LAMBDA {
             AxisLanes<DF, NT> ax[D];
-            const auto pv = AxesTaps<DF, D, NT>(size, padding_c, align, scattered, g, count, ax);
             hn::Vec<DIOf<DF>> off[kTaps];
             hn::Vec<DF> w[kTaps];
             hn::Mask<DF> valid[kTaps];
-            ForEachTap<DF, D, NT>(
-                ax, pv, sp,
-                [&](int t, const int*, Lanes<DF> wt, LaneMask<DF> v, hn::Vec<DIOf<DF>> o) HWY_ATTR {
-                  off[t] = o;
-                  w[t] = wt.v;
-                  valid[t] = v.m;
-                });
+            LeanTaps<DF, S, D, NT>(df, a, grid, axes, padding_c, align, go, count, ax, off, w,
+                                   valid);
             const auto none = hn::FirstN(df, 0);
             if constexpr (NT == 2 && std::is_same_v<SI, float>) {
               if (edge_pairs) {  // NOTE [ Edge pairs ]
@@ -2892,65 +2913,53 @@ void LeanNearestItem(const Args& a, int64_t n, int64_t o0, int64_t o1, S* acc, c
   const size_t N = hn::Lanes(df);
   const Problem& p = *a.p;
   const S* grid = Ptr<S>(p.grid, n * p.grid.stride[0]);
-  int64_t size[D];
-  for (int d = 0; d < D; ++d) size[d] = a.size[d];
-  int64_t sp[D];
-  for (int d = 0; d < D; ++d) sp[d] = a.in_sp[d];
-  const bool scattered = a.scattered;
+  const LeanAxes<D> axes = LeanAxesOf<D>(a);
   const int64_t C = p.C, sc = a.acc_c, ps = a.inner_feat, cs = p.out.stride[1];
-  const RowsAhead ra = RowsAheadOf<S>(a, a.in_c, sp[0], N);
+  const RowsAhead ra = RowsAheadOf<S>(a, a.in_c, axes.sp[0], N);
   alignas(64) TapTable<DF, D, 1> tab;  // (off[0], valid[0] and w[0] only, for WindowUpdates)
   auto run = [&](auto padding_c, auto align_c) HWY_ATTR {
     const bool align = align_c;
-    ForEachVector(
-        a, o0, o1, N,
-        [&, size, sp, C, sc, ps, cs](int64_t, size_t count, int64_t go, int64_t fo, int64_t)
-            HWY_ATTR GS_INLINE_LAMBDA {
-              Lanes<DF> g[D];
-              LoadGrid<DF, S, D>(df, a, grid, go, count, g);
-              AxisLanes<DF, 1> ax[D];
-              const auto pv = AxesTaps<DF, D, 1>(size, padding_c, align, scattered, g, count, ax);
-              hn::Vec<DIOf<DF>> off = hn::Zero(di);
-              hn::Mask<DF> valid = hn::FirstN(df, 0);
-              hn::Vec<DF> w = hn::Zero(df);
-              ForEachTap<DF, D, 1>(
-                  ax, pv, sp,
-                  [&](int, const int*, Lanes<DF> wt, LaneMask<DF> v, hn::Vec<DIOf<DF>> o) HWY_ATTR {
-                    off = o;
-                    valid = v.m;
-                    w = wt.v;
+    ForEachVector(a, o0, o1, N,
+                  [&, axes, C, sc, ps, cs](int64_t, size_t count, int64_t go, int64_t fo,
+                                           int64_t) HWY_ATTR GS_INLINE_LAMBDA {
+                    AxisLanes<DF, 1> ax[D];
+                    hn::Vec<DIOf<DF>> off;
+                    hn::Vec<DF> w;
+                    hn::Mask<DF> valid;
+                    LeanTaps<DF, S, D, 1>(df, a, grid, axes, padding_c, align, go, count, ax, &off,
+                                          &w, &valid);
+                    hn::Store(off, di, tab.off[0]);
+                    const TI first = hn::GetLane(off);
+                    for (int64_t c = 0; c < ra.planes; ++c)
+                      PrefetchAhead<true, 1, 1>(acc + c * sc, axes.sp[0], ra.lines,
+                                                [&](int) HWY_ATTR { return first; });
+                    const S* gv = gout + fo;
+                    const auto last = hn::IndicesFromVec(di, hn::Set(di, TI(count - 1)));
+                    const TI d = hn::GetLane(hn::TableLookupLanes(off, last)) - first;
+                    if (HWY_TARGET <= HWY_AVX3 && d > 0 && d <= TI(2 * N - 1)) {
+                      hn::Store(hn::VecFromMask(di, hn::RebindMask(di, valid)), di, tab.valid[0]);
+                      hn::Store(w, df, tab.w[0]);
+                      if (WindowUpdates<DF, D, 1>(acc, sc, C, tab, tab.valid, gv, ps, cs, count))
+                        return;
+                    }
+                    uint8_t bytes[8] = {};
+                    hn::StoreMaskBits(df, hn::And(valid, hn::FirstN(df, count)), bytes);
+                    uint64_t bits;
+                    std::memcpy(&bits, bytes, sizeof(bits));
+                    if (C == 1) {
+                      for (; bits != 0; bits &= bits - 1) {
+                        const int64_t j = __builtin_ctzll(bits);
+                        acc[tab.off[0][j]] += gv[j * ps];
+                      }
+                      return;
+                    }
+                    for (; bits != 0; bits &= bits - 1) {
+                      const int64_t j = __builtin_ctzll(bits);
+                      S* e = acc + tab.off[0][j];
+                      const S* gj = gv + j * ps;
+                      for (int64_t c = 0; c < C; ++c) e[c * sc] += gj[c * cs];
+                    }
                   });
-              hn::Store(off, di, tab.off[0]);
-              const TI first = hn::GetLane(off);
-              for (int64_t c = 0; c < ra.planes; ++c)
-                PrefetchAhead<true, 1, 1>(acc + c * sc, sp[0], ra.lines,
-                                          [&](int) HWY_ATTR { return first; });
-              const S* gv = gout + fo;
-              const auto last = hn::IndicesFromVec(di, hn::Set(di, TI(count - 1)));
-              const TI d = hn::GetLane(hn::TableLookupLanes(off, last)) - first;
-              if (HWY_TARGET <= HWY_AVX3 && d > 0 && d <= TI(2 * N - 1)) {
-                hn::Store(hn::VecFromMask(di, hn::RebindMask(di, valid)), di, tab.valid[0]);
-                hn::Store(w, df, tab.w[0]);
-                if (WindowUpdates<DF, D, 1>(acc, sc, C, tab, tab.valid, gv, ps, cs, count)) return;
-              }
-              uint8_t bytes[8] = {};
-              hn::StoreMaskBits(df, hn::And(valid, hn::FirstN(df, count)), bytes);
-              uint64_t bits;
-              std::memcpy(&bits, bytes, sizeof(bits));
-              if (C == 1) {
-                for (; bits != 0; bits &= bits - 1) {
-                  const int64_t j = __builtin_ctzll(bits);
-                  acc[tab.off[0][j]] += gv[j * ps];
-                }
-                return;
-              }
-              for (; bits != 0; bits &= bits - 1) {
-                const int64_t j = __builtin_ctzll(bits);
-                S* e = acc + tab.off[0][j];
-                const S* gj = gv + j * ps;
-                for (int64_t c = 0; c < C; ++c) e[c * sc] += gj[c * cs];
-              }
-            });
   };
   WithModes(p, true, run);
 }
