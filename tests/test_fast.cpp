@@ -88,6 +88,7 @@ struct Case {
   bool strided = false;
   bool flip = false;         // strided only: the input's outermost spatial dim runs backwards
   bool rows_padded = false;  // strided only: the two innermost dims contiguous, the others padded
+  bool overlap = false;      // the input's channel and x strides both 1: overlapping windows
   bool coherent = false;     // a warped identity grid instead of random values
   double amp = 0.7;          // coherent only: the displacement's amplitude in input voxels
   uint64_t seed = 1;
@@ -99,7 +100,7 @@ struct Case {
     for (size_t i = 0; i < out.size(); ++i) s += (i ? "x" : "") + std::to_string(out[i]);
     s += std::string("_") + kInterp[m.interp] + "_" + kPadding[m.padding] + "_ac" +
          (m.align ? "1" : "0") + "_" + dtype_tag(dt) + (channel_last ? "_cl" : "_cf") +
-         (strided ? "_strided" : "") + (flip ? "_flip" : "");
+         (strided ? "_strided" : "") + (flip ? "_flip" : "") + (overlap ? "_overlap" : "");
     return s + " seed " + std::to_string(seed);
   }
   // View dims of a feature tensor with `sp` spatial sizes.
@@ -124,9 +125,23 @@ struct Case {
 
 // A tensor of the given view dims: contiguous, or with every dim padded and an offset; with
 // `broadcast`, the batch dim of a strided view gets stride 0, and with `flip` the outermost
-// spatial dim runs backwards (a negative stride, as PyTorch's flip; inputs only).
+// spatial dim runs backwards (a negative stride, as PyTorch's flip; inputs only). With
+// `overlap` (inputs only), channel c of column x is the element of column x + c: windows of
+// W + C - 1 elements, the channel and x strides both 1, as an as_strided view gives.
 HostTensor make(const Case& c, const std::vector<int64_t>& dims, aclFormat f, int salt,
-                bool broadcast = false, bool flip = false) {
+                bool broadcast = false, bool flip = false, bool overlap = false) {
+  if (overlap) {
+    const size_t cd = c.channel_last ? dims.size() - 1 : 1;
+    std::vector<int64_t> st(dims.size());
+    st[cd] = st[dims.size() - 1 - (c.channel_last ? 1 : 0)] = 1;
+    int64_t s = dims[dims.size() - 1 - (c.channel_last ? 1 : 0)] + c.C - 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+      if (st[i] != 0) continue;
+      st[i] = s;
+      s *= dims[i];
+    }
+    return HostTensor::strided(dims, st, 2 + salt, c.dt, f);
+  }
   if (!c.strided) return HostTensor(dims, c.dt, f);
   std::vector<int64_t> st(dims.size());
   int64_t s = 1;
@@ -152,9 +167,9 @@ struct Inputs {
 // Standard-ish random data; grid values past the borders, plus special values at fixed places.
 Inputs make_inputs(const Case& c) {
   std::mt19937_64 rng(c.seed);
-  Inputs in{
-      make(c, c.feature(c.in), c.format(), 0, /*broadcast=*/c.N > 1 && c.seed % 3 == 0, c.flip),
-      make(c, c.grid(), ACL_FORMAT_ND, 1), make(c, c.feature(c.out), c.format(), 2)};
+  Inputs in{make(c, c.feature(c.in), c.format(), 0, /*broadcast=*/c.N > 1 && c.seed % 3 == 0,
+                 c.flip, c.overlap),
+            make(c, c.grid(), ACL_FORMAT_ND, 1), make(c, c.feature(c.out), c.format(), 2)};
   auto fill = [&](HostTensor& t, double lo, double hi) {
     auto v = uniform(rng, t.numel(), lo, hi);
     for (double& e : v) e = round_to(c.dt, e);
@@ -990,6 +1005,33 @@ TEST(FastZero, PaddedChannelLastRows) {
           c.seed = seed++;
           for_each_target([&](const std::string& target) { check_case(c, target); });
         }
+}
+
+// Inputs whose channel and x strides are both 1 (overlapping windows, which an input may be):
+// channel pairs of channel-last rows and pairs of x neighbours then read the same elements. Found
+// by fuzz_descriptor: a 2D bilinear channel-last FLOAT forward shifted its channel pairs for NOTE
+// [ Edge pairs ] without taking the shifted lanes back.
+TEST(FastOverlap, OverlappingInputViews) {
+  uint64_t seed = 800;
+  for (int nd : {2, 3})
+    for (int64_t C : {1, 2, 3, 5})
+      for (bool cl : {false, true})
+        for (aclDataType dt : {ACL_FLOAT, ACL_DOUBLE, ACL_FLOAT16})
+          for (int64_t interp : {0, 1, 2}) {
+            Case c;
+            c.nd = nd;
+            c.N = 2;
+            c.C = C;
+            c.in = nd == 2 ? std::vector<int64_t>{5, 7} : std::vector<int64_t>{4, 3, 6};
+            c.out = nd == 2 ? std::vector<int64_t>{6, 9} : std::vector<int64_t>{3, 5, 7};
+            c.m = {interp, int64_t(seed % 3), (seed / 3) % 2 == 0};
+            c.dt = dt;
+            c.channel_last = cl;
+            c.overlap = true;
+            c.coherent = seed % 4 < 2;
+            c.seed = seed++;
+            for_each_target([&](const std::string& target) { check_case(c, target); });
+          }
 }
 
 // An empty output grid with an input large enough for several threads: inputGrad is all zeros

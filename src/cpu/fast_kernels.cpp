@@ -1485,8 +1485,10 @@ void ForwardImpl(const Args& a, int64_t n, int64_t o0, int64_t o1) {
     // a coin toss, is not needed. The same elements, so the same bits (1 thread, best of 5
     // interleaved rounds, forward: random 2D C = 1 128 x 64 -> 256 x 128 0.069 -> 0.059 ms,
     // N = 4, C = 1 256^2 0.52 -> 0.46 ms, random 3D C = 1 128^3 10.7 -> 9.4 ms, 32^3 -> 64^3
-    // 0.92 -> 0.79 ms; coherent grids, which PairOk passed, within the noise).
-    const bool edge_pairs = axes.sp[0] == 1 && axes.size[0] >= 2;
+    // 0.92 -> 0.79 ms; coherent grids, which PairOk passed, within the noise). Not with channel
+    // pairs, which gather at the taps' own offsets: their x stride is 1 only where the view's
+    // windows overlap, channel c of column x being the element of column x + c (FastOverlap).
+    const bool edge_pairs = axes.sp[0] == 1 && axes.size[0] >= 2 && !channel_pairs;
     auto run = [&](auto padding_c, auto align_c) HWY_ATTR {
       const bool align = align_c;
       ForEachVector(
