@@ -48,7 +48,7 @@
 namespace {
 
 // The grids users have (NOTE [ Bench grids ]).
-enum class GridKind { Random, Warp, Affine };
+enum class GridKind { Random, Warp, Affine, Identity };
 
 struct Case {
   std::string name;
@@ -90,7 +90,7 @@ bool parse_case(const std::string& spec, Case* c) {
     }
     return -1;
   };
-  const int64_t grid = index(f[0], {"random", "warp", "affine"});
+  const int64_t grid = index(f[0], {"random", "warp", "affine", "identity"});
   c->nd = f[1] == "2d" ? 2 : f[1] == "3d" ? 3 : 0;
   if (grid < 0 || c->nd == 0) return false;
   c->grid = GridKind(grid);
@@ -168,7 +168,9 @@ const std::vector<Case>& suite() {
 // plus a smooth displacement of up to 3 input voxels per axis, a sine wave across the volume --
 // the fields of registration and optical flow. Affine: per batch item a rotation (0.15 + 0.05 n
 // rad in the x-y plane, half that in y-z), a scaling by 1.1 and a shift of 0.05 -- spatial
-// transformers and augmentation. Warp and affine grids are closed formulas of the point index,
+// transformers and augmentation. Identity: the identity at the output's size, a resize (as
+// affine_grid of the identity; registration's resampling between levels). Warp, affine and
+// identity grids are closed formulas of the point index,
 // so tools/bench_vs_torch.py builds the same grids for PyTorch.
 double identity_voxel(int64_t i, int64_t s_in, int64_t s_out, bool align) {
   if (align) return s_out > 1 ? double(i) * double(s_in - 1) / double(s_out - 1) : 0.0;

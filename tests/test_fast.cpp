@@ -753,6 +753,34 @@ TEST(FastWindow, UpdatesMatchReference) {
 // both layouts, views with gaps, every mode, with and without gridGrad: out and inputGrad
 // bit-identical to cpu:ref, as the slab path's are (8 threads, 1 item, more points), gridGrad
 // within tolerance.
+// Nearest upsampling backwards: consecutive points add to one element, in runs of 1 to 5 (NOTE
+// [ Window updates ] takes none of those vectors), both layouts, FLOAT and DOUBLE, 1 thread (the
+// item path).
+TEST(FastWindow, RunsMatchReference) {
+  const int saved = set_threads(1);
+  uint64_t seed = 950;
+  for (int nd : {2, 3})
+    for (int64_t factor : {2, 3, 4, 5})
+      for (int64_t padding : {0, 1, 2}) {
+        Case c;
+        c.nd = nd;
+        c.seed = seed++;
+        c.C = c.seed % 2 == 0 ? 1 : 2;
+        c.dt = c.seed % 3 == 0 ? ACL_DOUBLE : ACL_FLOAT;
+        c.channel_last = c.seed % 4 >= 2;
+        c.in = nd == 3 ? std::vector<int64_t>{4, 5, 23} : std::vector<int64_t>{9, 23};
+        c.out = nd == 3 ? std::vector<int64_t>{3, 4, 23 * factor}
+                        : std::vector<int64_t>{7, 23 * factor};
+        c.m = {1, padding, c.seed % 2 == 0};
+        c.coherent = true;
+        c.amp = 0.02;
+        SCOPED_TRACE(c.name());
+        const Inputs in = make_inputs(c);
+        expect_same_as_ref(c, in, run(c, in, "cpu:fast"), run(c, in, "cpu:ref"));
+      }
+  set_threads(saved);
+}
+
 TEST(FastItem, ItemsMatchReference) {
   const int saved = set_threads(1);
   auto logged = [](const std::function<void()>& f) {

@@ -4,7 +4,7 @@
 Draws --cases problems (seeded): 2D or 3D, batch 1-8, 1-64 channels, sizes from tiny (registration's
 coarse levels, 8^3 or 16^2) to large, every interpolation (bicubic in 2D only: PyTorch has no 3D
 bicubic), padding and alignCorners, FLOAT and DOUBLE (and the 16-bit types where the PyTorch has
-them), both layouts, random, warp and affine grids (NOTE [ Bench grids ] in
+them), both layouts, random, warp, affine and identity (resize) grids (NOTE [ Bench grids ] in
 bench/gridsample_bench.cpp). Each problem is timed forward and backward through our benchmark
 program (`--gs_case`, in batches; Google Benchmark's mean over at least --min-time) and through
 each PyTorch given (tools/bench_vs_torch.py's workers, one call after a warm-up), with the same
@@ -50,7 +50,7 @@ def draw(rng):
             s_in = [max(4, s // 2) for s in s_in]
             s_out = [max(4, s // 2) for s in s_out]
     dims = lambda d: "x".join(str(v) for v in d)  # noqa: E731
-    return "_".join([rng.choice(["random", "warp", "warp", "affine"]), f"{nd}d", f"n{n}c{c}",
+    return "_".join([rng.choice(["random", "warp", "warp", "affine", "identity"]), f"{nd}d", f"n{n}c{c}",
                      "i" + dims(s_in), "o" + dims(s_out), mode,
                      rng.choice(["zeros", "border", "reflection"]), rng.choice(["ac0", "ac1"]),
                      rng.choice(["f32", "f32", "f32", "f64", "f16", "bf16"]),
