@@ -488,9 +488,16 @@ TEST(FastDirect, CoherentGridsMatchReference) {
       }
       // NOTE [ Coherent grids ]: FLOAT/DOUBLE channel-first rows give way to gathers, and with as
       // many items as threads the backward to one pass per item; a random grid's forward takes
-      // rows from 8 channels on (kRowsMinCForward in fast.cpp).
+      // rows from 8 channels on (kRowsMinCForward in fast.cpp), except from an input of at most
+      // 2 MiB read fewer than twice per point (pack_input).
       if (k.C < 4 || k.cl || (k.dt != ACL_FLOAT && k.dt != ACL_DOUBLE)) continue;
-      const bool rows = !coherent && k.C >= 8;
+      int64_t in_points = 1, out_points = 1;
+      for (int64_t v : c.in) in_points *= v;
+      for (int64_t v : c.out) out_points *= v;
+      const int64_t taps = k.interp == 0 ? 1 << k.nd : k.interp == 1 ? 1 : 16;
+      const bool few_reads = k.C * in_points * (k.dt == ACL_DOUBLE ? 8 : 4) <= (int64_t(2) << 20) &&
+                             taps * out_points < 2 * in_points;
+      const bool rows = !coherent && k.C >= 8 && !few_reads;
       EXPECT_NE(log.find(rows ? ": channel rows" : ": gathers"), std::string::npos) << log;
       if (!coherent) continue;
       Case items = c;

@@ -258,8 +258,14 @@ bool pack_input(const Problem& p) {
   // copy pays from two reads per input point (1 thread, 2D warp C = 64, 16 x 64 -> 8 x 32:
   // 0.028 -> 0.017 ms; 2D random C = 32, 64 x 100 -> 32 x 50: 0.104 -> 0.072 ms; 2D random
   // nearest N = 2, C = 8, 64^2: 0.081 -> 0.047 ms). The backward keeps the copy, whose rows also
-  // serve its updates (NOTE [ Item backward ]).
-  constexpr int64_t kCachedInput = int64_t(1) << 20;
+  // serve its updates (NOTE [ Item backward ]). "In the caches" was 1 MiB (the L2 of AMD Zen 5)
+  // until an input of 2 MiB, in the L3, showed the copy's cost (1 thread, best of 7 interleaved
+  // rounds, 1 -> 2 MiB, forward: 2D affine DOUBLE C = 64 32 x 128 -> 16 x 64 0.331 -> 0.136 ms,
+  // against PyTorch 2.15's 0.256; 2D warp N = 2, C = 32 128^2 -> 64^2 nearest 0.61 -> 0.28 ms;
+  // random 3D C = 8 40^3 -> 24^3 0.51 -> 0.41 ms; random 2D C = 12 200^2 -> 128^2 0.45 -> 0.36
+  // ms; 2 threads alike; random 3D C = 4 64 x 64 x 32 -> 40 x 40 x 20 unchanged). At 4 MiB the
+  // planes lost (random 3D C = 16 40^3 -> 24^3 0.69 -> 1.28 ms).
+  constexpr int64_t kCachedInput = int64_t(2) << 20;
   const bool cached = p.op == Op::Forward && !sixteen_bit(p) &&
                       p.C * p.in_points() * compute_size(p) <= kCachedInput;
   const int64_t reads = tap_reads(p);
