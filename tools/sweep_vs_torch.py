@@ -50,7 +50,8 @@ def draw(rng):
             s_in = [max(4, s // 2) for s in s_in]
             s_out = [max(4, s // 2) for s in s_out]
     dims = lambda d: "x".join(str(v) for v in d)  # noqa: E731
-    return "_".join([rng.choice(["random", "warp", "warp", "affine", "identity"]), f"{nd}d", f"n{n}c{c}",
+    kind = rng.choice(["random", "warp", "warp", "affine", "identity"])
+    return "_".join([kind, f"{nd}d", f"n{n}c{c}",
                      "i" + dims(s_in), "o" + dims(s_out), mode,
                      rng.choice(["zeros", "border", "reflection"]), rng.choice(["ac0", "ac1"]),
                      rng.choice(["f32", "f32", "f32", "f64", "f16", "bf16"]),
