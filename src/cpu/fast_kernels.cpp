@@ -2904,6 +2904,31 @@ void OuterRange(const Args& a, int64_t n, int64_t o0, int64_t o1, int64_t range[
   range[1] = int64_t(hn::GetLane(hn::MaxOfLanes(df, hi)));
 }
 
+// NOTE [ Nearest runs ]: the single-element updates of a one-channel nearest vector whose points
+// must repeat elements (0 <= d < count - 1: an upsampling grid's runs). The points `bits` of
+// gradOutput g add into e at their offsets `off`; a run of consecutive points at one element is
+// summed in a register and stored once. The same additions in the same (point) order, so the
+// same bits; what goes is the store and reload between a run's points (likely the cost: each
+// addition waited for the forwarding of the store before it). A later run at an element reloads
+// what the run before stored. Other vectors and channel counts keep the plain loop
+// (docs/design.md has the measurements).
+template <class S, class TI>
+HWY_INLINE void RunUpdates(S* e, const S* g, int64_t ps, const TI* off, uint64_t bits) {
+  if (bits == 0) return;
+  TI at = off[__builtin_ctzll(bits)];
+  S sum = e[at];
+  for (; bits != 0; bits &= bits - 1) {
+    const int64_t j = __builtin_ctzll(bits);
+    if (off[j] != at) {
+      e[at] = sum;
+      at = off[j];
+      sum = e[at];
+    }
+    sum += g[j * ps];
+  }
+  e[at] = sum;
+}
+
 // NOTE [ Lean nearest items ]: nearest's inputGrad over the points [o0, o1) of item n, every tap
 // (FLOAT and DOUBLE, the accumulator in the view as planes or a channel stride): each vector's
 // taps stay in registers, as in NOTE [ Lean gathers ], with the padding mode and alignCorners
@@ -2956,6 +2981,8 @@ void LeanNearestItem(const Args& a, int64_t n, int64_t o0, int64_t o1, S* acc, c
                     hn::StoreMaskBits(df, hn::And(valid, hn::FirstN(df, count)), bytes);
                     uint64_t bits;
                     std::memcpy(&bits, bytes, sizeof(bits));
+                    if (C == 1 && d >= 0 && d < TI(count - 1))  // NOTE [ Nearest runs ]
+                      return RunUpdates(acc, gv, ps, tab.off[0], bits);
                     if (C == 1) {
                       for (; bits != 0; bits &= bits - 1) {
                         const int64_t j = __builtin_ctzll(bits);
