@@ -573,6 +573,9 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
     place(p.input_grad, a.acc_in_workspace, base + w.acc, acc_rows ? 1 : p.in_points(),
           acc_rows ? p.C : 1, &a.acc, &a.acc_n, &a.acc_c, a.acc_sp);
     a.rows_acc = rows_ok(p) && a.acc_c == 1;
+    // NOTE [ Pair updates ] in fast_kernels.cpp: x neighbours side by side.
+    a.pair_updates = pairs && !is_coherent && a.acc_sp[0] == 1 &&
+                     (p.interp == Interp::Bilinear || p.padding == Padding::Zeros);
     const Binning b = binning(p);
     a.slab_len = b.slab_len;
     a.slab_shift = b.slab_shift;

@@ -2427,6 +2427,59 @@ HWY_INLINE void AddChannelRows(hn::TFromD<DF>* acc, const TapTable<DF, D, NT>& s
   }
 }
 
+// NOTE [ Pair updates ]: channel planes on a scattered grid: a point whose taps are all inside
+// adds to each pair of neighbours along x (linear's two taps of a row; bicubic's 0-1 and 2-3 with
+// zeros padding, where the taps are not clamped or reflected one by one, so that they lie side by
+// side) with one update of two lanes per channel, its products stored interleaved, instead of two
+// single-element updates (the same additions in the same order).
+// Not on coherent grids: there the next point's pair starts one element further, a load that the
+// store before it overlaps only in part, which the store cannot forward.
+template <class DF, int D, int NT>
+HWY_INLINE void PairUpdates(hn::TFromD<DF>* acc, int64_t sc, int64_t cc,
+                            const TapTable<DF, D, NT>& st, const TIOf<DF> (*inside)[kMaxLanes<DF>],
+                            const TIOf<DF>* all_inside, const hn::TFromD<DF>* go, int64_t ps,
+                            int64_t cs, size_t count, hn::TFromD<DF>* rows) {
+  using T = hn::TFromD<DF>;
+  constexpr int kTaps = TapTable<DF, D, NT>::kTaps;
+  constexpr size_t kRow = 2 * kMaxLanes<DF>;     // a pair of taps, interleaved
+  constexpr size_t kChannel = kTaps / 2 * kRow;  // a channel's pairs
+  const DF df;
+  for (int64_t i = 0; i < cc; ++i) {
+    const auto g = LoadPoints(df, go + i * cs, ps, count);
+    for (int t = 0; t < kTaps; t += 2)
+      hn::StoreInterleaved2(hn::Mul(hn::Load(df, st.w[t]), g),
+                            hn::Mul(hn::Load(df, st.w[t + 1]), g), df,
+                            rows + i * kChannel + (t / 2) * kRow);
+  }
+  const hn::CappedTag<T, 2> d2;
+  auto points = [&](auto single) HWY_ATTR {  // (one channel: a constant count)
+    const int64_t n = decltype(single)::value ? 1 : cc;
+    for (size_t j = 0; j < count; ++j) {
+      const T* r = rows + 2 * j;
+      if (all_inside[j] != 0) {
+        for (int t = 0; t < kTaps; t += 2) {
+          T* e = acc + st.off[t][j];
+          for (int64_t i = 0; i < n; ++i) {
+            T* ei = e + i * sc;
+            const T* ri = r + i * kChannel + (t / 2) * kRow;
+            hn::StoreU(hn::Add(hn::LoadU(d2, ei), hn::LoadU(d2, ri)), d2, ei);
+          }
+        }
+      } else {
+        for (int t = 0; t < kTaps; ++t) {
+          if (inside[t][j] == 0) continue;
+          T* e = acc + st.off[t][j];
+          for (int64_t i = 0; i < n; ++i) e[i * sc] += r[i * kChannel + (t / 2) * kRow + t % 2];
+        }
+      }
+    }
+  };
+  if (cc == 1)
+    points(std::true_type());
+  else
+    points(std::false_type());
+}
+
 // Adds w * gradOutput at the taps of a vector of `count` points to the accumulator, point by
 // point, each point's taps in cpu:ref's order; lane j's gradOutput channel c is go[j * ps + c * cs]
 // (cs = 1 when the accumulator is rows). Taps whose `inside` entry is 0 are skipped; `all_inside`
@@ -2471,6 +2524,13 @@ HWY_INLINE void AddTaps(const Args& a, hn::TFromD<DF>* acc, const TapTable<DF, D
           AddChannelRows<DF, D, NT, 4>(acc0, st, inside, all_inside, go + c0 * cs, ps, cs, count,
                                        &prod[0][0][0]);
         continue;
+      }
+      if constexpr (NT >= 2 && HWY_TARGET != HWY_SCALAR) {  // (two lanes)
+        if (a.pair_updates && all_inside != nullptr) {
+          PairUpdates<DF, D, NT>(acc0, sc, cc, st, inside, all_inside, go + c0 * cs, ps, cs, count,
+                                 &prod[0][0][0]);
+          continue;
+        }
       }
       for (int64_t i = 0; i < cc; ++i) {
         const auto g = LoadPoints(df, go + (c0 + i) * cs, ps, count);

@@ -45,6 +45,9 @@ struct Args {
   // A coherent grid's taps and their x neighbours gathered as pairs (NOTE [ Pair gathers ] in
   // fast_kernels.cpp).
   bool pair_gathers = false;
+  // One channel's updates of a scattered grid two neighbours at a time (NOTE [ Pair updates ] in
+  // fast_kernels.cpp).
+  bool pair_updates = false;
   // A reflection-padded grid sampled and found not coherent: the taps skip reflection's test for
   // every lane inside the domain (NOTE [ Scattered reflection ] in fast.cpp).
   bool scattered = false;
