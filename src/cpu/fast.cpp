@@ -576,6 +576,8 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
     // NOTE [ Pair updates ] in fast_kernels.cpp: x neighbours side by side.
     a.pair_updates = pairs && !is_coherent && a.acc_sp[0] == 1 &&
                      (p.interp == Interp::Bilinear || p.padding == Padding::Zeros);
+    // NOTE [ Chain updates ] in fast_kernels.cpp.
+    a.chain_updates = p.interp == Interp::Bilinear && is_coherent && a.acc_sp[0] == 1;
     const Binning b = binning(p);
     a.slab_len = b.slab_len;
     a.slab_shift = b.slab_shift;

@@ -48,6 +48,9 @@ struct Args {
   // One channel's updates of a scattered grid two neighbours at a time (NOTE [ Pair updates ] in
   // fast_kernels.cpp).
   bool pair_updates = false;
+  // One channel plane's linear updates on a coherent grid chained through registers (NOTE [ Chain
+  // updates ] in fast_kernels.cpp).
+  bool chain_updates = false;
   // A reflection-padded grid sampled and found not coherent: the taps skip reflection's test for
   // every lane inside the domain (NOTE [ Scattered reflection ] in fast.cpp).
   bool scattered = false;
