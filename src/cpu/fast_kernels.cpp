@@ -2601,7 +2601,7 @@ HWY_INLINE void AddTaps(const Args& a, hn::TFromD<DF>* acc, const TapTable<DF, D
         for (int t = 0; t < kTaps; ++t)
           hn::Store(hn::Mul(hn::Load(df, st.w[t]), g), df, prod[i][t]);
       }
-      if constexpr (NT == 2) {
+      if constexpr (NT == 2 && HWY_TARGET != HWY_SCALAR) {  // (chains of several lanes)
         const TIOf<DF> moved = st.off[0][count - 1] - st.off[0][0];
         if (a.chain_updates && all_inside != nullptr && moved >= 0 && moved < TIOf<DF>(count) &&
             st.off[kTaps - 2][count - 1] - st.off[kTaps - 2][0] == moved) {
