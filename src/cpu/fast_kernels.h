@@ -45,10 +45,10 @@ struct Args {
   // A coherent grid's taps and their x neighbours gathered as pairs (NOTE [ Pair gathers ] in
   // fast_kernels.cpp).
   bool pair_gathers = false;
-  // One channel's updates of a scattered grid two neighbours at a time (NOTE [ Pair updates ] in
-  // fast_kernels.cpp).
+  // Channel planes' updates on a scattered grid, two x neighbours at a time (NOTE [ Pair
+  // updates ] in fast_kernels.cpp).
   bool pair_updates = false;
-  // One channel plane's linear updates on a coherent grid chained through registers (NOTE [ Chain
+  // Channel planes' linear updates on a coherent grid chained through registers (NOTE [ Chain
   // updates ] in fast_kernels.cpp).
   bool chain_updates = false;
   // A reflection-padded grid sampled and found not coherent: the taps skip reflection's test for
