@@ -610,6 +610,42 @@ TEST(FastRowsAhead, WideRowsPastTheCaches) {
   set_threads(saved);
 }
 
+// NOTE [ Items' own rows ] (src/cpu/fast.cpp): a forward whose items' input rows fit in L2, with
+// at least as many items as threads, copies each item's rows and computes its points on one
+// thread; more threads than items, or bigger rows, keep the two phases. out bit-identical to
+// cpu:ref on any thread count, FLOAT, DOUBLE and BF16 (whose rows are FLOAT).
+TEST(FastOwnRows, ItemsReadTheirOwnRows) {
+  const int saved = set_threads(1);
+  uint64_t seed = 1000;
+  for (aclDataType dt : {ACL_FLOAT, ACL_DOUBLE, ACL_BF16})
+    for (bool big : {false, true}) {
+      Case c;
+      c.nd = 2;
+      c.N = 3;
+      c.C = 8;
+      c.dt = dt;
+      c.in = big ? std::vector<int64_t>{256, 160} : std::vector<int64_t>{40, 56};
+      c.out = c.in;
+      c.m = {0, int64_t(seed % 3), seed % 2 == 0};
+      c.seed = seed++;
+      SCOPED_TRACE(c.name());
+      const Inputs in = make_inputs(c);
+      const Outputs ref = run(c, in, "cpu:ref", false);
+      for (int threads : {1, 2, 3, 4}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        set_threads(threads);
+        std::string log;
+        const Outputs fast = logged_run(c, in, &log, false);
+        // (Rows of 8 channels of 256 x 160 FLOAT take 1.3 MB, past kL2Bytes.)
+        const bool own = !big && threads <= c.N;
+        EXPECT_NE(log.find(": channel rows"), std::string::npos) << log;
+        EXPECT_EQ(log.find("(items' own rows)") != std::string::npos, own) << log;
+        EXPECT_TRUE(same_bits(fast.out, ref.out));
+      }
+    }
+  set_threads(saved);
+}
+
 // NOTE [ Pair rows ] (src/cpu/fast.cpp): a channel-first FLOAT forward of 2 to 7 channels on a
 // random grid (nearest: up to 15 channels, on any grid) with two or more tap reads per input point
 // copies the input into rows and gathers channels two by two from them (odd counts end with one

@@ -144,6 +144,9 @@ def serve(threads):
         print(json.dumps(reply), flush=True)
 
 
+CRASHED = "PyTorch crashed"
+
+
 class Worker:
     """A PyTorch in another interpreter (serve())."""
 
@@ -169,7 +172,7 @@ class Worker:
         if line:
             return json.loads(line)
         self.proc.wait()
-        why = f"PyTorch crashed (exit status {self.proc.returncode})"
+        why = f"{CRASHED} (exit status {self.proc.returncode})"
         self.start()
         return {"fwd": why, "bwd": why}
 

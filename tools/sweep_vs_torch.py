@@ -75,6 +75,7 @@ def main():
     workers = [bvt.Worker(p, args.threads) for p in (args.torch_python or ["/usr/bin/python3"])]
     ratios = [[] for _ in workers]  # (ratio, spec, dir, ours, theirs)
     skipped = [0 for _ in workers]
+    crashed = [set() for _ in workers]  # problems on which that PyTorch died (it is restarted)
     batch = 16
     for b in range(0, len(specs), batch):
         part = specs[b:b + batch]
@@ -90,6 +91,8 @@ def main():
                     for d, v in w.time(spec).items():
                         if not isinstance(v, str):
                             theirs[i][(spec, d)] = min(theirs[i].get((spec, d), v), v)
+                        elif v.startswith(bvt.CRASHED):
+                            crashed[i].add(spec)
         for spec in part:
             for i in range(len(workers)):
                 for d in ("fwd", "bwd"):
@@ -103,13 +106,15 @@ def main():
         w.close()
 
     print(f"threads: {args.threads}, {len(specs)} problems (seed {args.seed}), forward and backward")
-    for w, r, sk in zip(workers, ratios, skipped):
+    for w, r, sk, dead in zip(workers, ratios, skipped, crashed):
         r.sort()
         slower = [x for x in r if x[0] < 1]
         geo = math.exp(sum(math.log(x[0]) for x in r) / len(r)) if r else float("nan")
         print(f"\ntorch {w.version}: {len(r)} timings ({sk} not run by this PyTorch), "
               f"geometric mean speed-up {geo:.2f}x, min {r[0][0]:.2f}x, "
               f"slower on {len(slower)}")
+        if dead:
+            print(f"  PyTorch crashed on {len(dead)} of them: " + ", ".join(sorted(dead)))
         print(f"  {'speed-up':>8} {'ours ms':>8} {'torch ms':>9}  dir problem")
         for ratio, spec, d, mine, theirs in r[:args.worst]:
             print(f"  {ratio:8.2f} {mine * 1e3:8.3f} {theirs * 1e3:9.3f}  {d} {spec}")
