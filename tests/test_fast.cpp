@@ -786,6 +786,53 @@ TEST(FastWindow, UpdatesMatchReference) {
   set_threads(saved);
 }
 
+// NOTE [ Nearest rows ] (src/cpu/fast.cpp): a nearest backward of 16 channels with 4 updates per
+// input point accumulates in rows in the workspace where the rows fit in L2; with 8 channels, or
+// rows past L2, in the planes (the workspace then holds no accumulator). Bit-identical to cpu:ref
+// either way, on 1 and 2 threads.
+TEST(FastNearestRows, SparseUpdatesTakeRowsInL2) {
+  const int saved = set_threads(1);
+  struct K {
+    int64_t C;
+    std::vector<int64_t> in, out;
+    bool rows;
+  };
+  const K ks[] = {{16, {32, 64}, {16, 32}, true},
+                  {8, {32, 64}, {32, 32}, false},
+                  {16, {64, 300}, {32, 150}, false}};
+  uint64_t seed = 1100;
+  for (const K& k : ks)
+    for (aclDataType dt : {ACL_FLOAT, ACL_DOUBLE}) {
+      Case c;
+      c.nd = 2;
+      c.N = 2;
+      c.C = k.C;
+      c.dt = dt;
+      c.in = k.in;
+      c.out = k.out;
+      c.m = {1, int64_t(seed % 3), seed % 2 == 0};
+      c.coherent = seed % 2 == 0;
+      c.seed = seed++;
+      SCOPED_TRACE(c.name());
+      const Inputs in = make_inputs(c);
+      const Outputs ref = run(c, in, "cpu:ref");
+      const int64_t acc_bytes =
+          c.N * c.C * k.in[0] * k.in[1] * (dt == ACL_DOUBLE ? 8 : 4);  // rows of every item
+      // (DOUBLE rows of 16 channels of 32 x 64 take 256 KiB an item, within L2.)
+      for (int threads : {1, 2}) {
+        set_threads(threads);
+        std::string log;
+        const Outputs fast = logged_run(c, in, &log);
+        const size_t at = log.find("workspace ", log.find("gridsample: bwd"));
+        ASSERT_NE(at, std::string::npos) << log;
+        const long long ws = std::atoll(log.c_str() + at + 10);
+        EXPECT_EQ(ws >= acc_bytes, k.rows) << log;
+        expect_same_as_ref(c, in, fast, ref);
+      }
+    }
+  set_threads(saved);
+}
+
 // The item backward with its accumulator in the workspace (NOTE [ Item backward ] in
 // src/cpu/fast.cpp): FLOAT16 and BF16 (a FLOAT32 accumulator per item laid out as the input rows
 // or, when nothing reads the input, as inputGrad, rounded into inputGrad at the end) and FLOAT
