@@ -650,9 +650,9 @@ TEST(FastOwnRows, ItemsReadTheirOwnRows) {
 // random grid (nearest: up to 15 channels, on any grid) with two or more tap reads per input point
 // copies the input into rows and gathers channels two by two from them (odd counts end with one
 // channel); with fewer reads (nearest's one read per input point too), or bilinear and bicubic on a
-// coherent grid, or nearest with 2 channels on several threads, it gathers from the planes, and
-// bilinear and bicubic with 9 channels read rows a row at a time. Every mode, 2D and 3D, plain and
-// strided (flipped) views, 1 and 3 threads: out bit-identical to cpu:ref.
+// coherent grid, or nearest with 2 channels on more threads than items, it gathers from the
+// planes, and bilinear and bicubic with 9 channels read rows a row at a time. Every mode, 2D and
+// 3D, plain and strided (flipped) views, 1 to 3 threads: out bit-identical to cpu:ref.
 TEST(FastPairRows, ForwardMatchesReference) {
   const int saved = set_threads(1);
   uint64_t seed = 700;
@@ -685,13 +685,14 @@ TEST(FastPairRows, ForwardMatchesReference) {
           SCOPED_TRACE(k.name() + " " + what);
           const Inputs in = make_inputs(k);
           const Outputs ref = run(k, in, "cpu:ref");
-          for (int threads : {1, 3}) {
+          for (int threads : {1, 2, 3}) {
             set_threads(threads);
             std::string log;
             const Outputs fast = logged_run(k, in, &log);
             const bool one_read = interp != 1;  // nearest: one tap read per input point
-            // Nearest with 2 channels on several threads reads the planes.
-            const bool threads_ok = threads == 1 || interp != 1 || C != 2;
+            // Nearest with 2 channels on several threads reads the planes, but where each thread
+            // copies its own items' rows (NOTE [ Items' own rows ]: as many items as threads).
+            const bool threads_ok = threads <= k.N || interp != 1 || C != 2;
             const bool rows =
                 (C < 8 || interp == 1) &&
                 (what == "rows" || (what == "coherent" && interp == 1) ||

@@ -147,6 +147,12 @@ constexpr int64_t kItemCacheBytes = int64_t(6) << 20;
 // backward ]).
 constexpr int64_t kL2Bytes = int64_t(1) << 20;
 
+// Whether a forward's items, if their input is copied into rows, copy and read them one item per
+// thread (NOTE [ Items' own rows ] in run()).
+bool items_own_rows(const Problem& p, int threads) {
+  return p.N >= threads && p.C * p.in_points() * compute_size(p) <= kL2Bytes;
+}
+
 bool rows_ok(const Problem& p) {
   if (sixteen_bit(p)) return p.C >= kRowsMinC;
   if (p.op == Op::Forward) return p.C >= kRowsMinCForward;
@@ -248,7 +254,12 @@ bool reads_input(const Problem& p) {
 // its own before the forward, cost more than its gathers saved (2 threads, rows -> planes: 2D
 // affine C = 2 100^2 -> 100 x 256 0.034 -> 0.023 ms, N = 2 0.050 -> 0.038 ms, 2D warp 128^2 ->
 // 256^2 0.064 -> 0.044 ms, 512^2 -> 1024^2 N = 2 1.69 -> 1.57 ms, random 2D N = 4 256^2 ->
-// 512^2 1.08 -> 1.00 ms, random 3D 32^3 -> 64^3 0.27 -> 0.26 ms; C = 3 1.02).
+// 512^2 1.08 -> 1.00 ms, random 3D 32^3 -> 64^3 0.27 -> 0.26 ms; C = 3 1.02), except where each
+// thread copies the rows of its own items (NOTE [ Items' own rows ]; Intel Xeon, 2 threads, best
+// of 5 interleaved rounds, planes -> rows: random 2D N = 8 32 x 512 -> 512 x 224 0.63 -> 0.48
+// ms, N = 4 256^2 -> 512^2 0.88 -> 0.71 ms, 2D affine N = 2 100^2 -> 100 x 256 0.045 -> 0.042
+// ms; still lost without: N = 1 0.020 -> 0.038 ms, 2D warp N = 2 512^2 -> 1024^2, 2 MiB rows,
+// 1.44 -> 1.59 ms).
 bool pair_rows(const Problem& p) {
   if (p.op != Op::Forward || p.dtype != DType::Float32 || p.channel_last || p.C < 2) return false;
   const bool nearest = p.interp == Interp::Nearest;
@@ -258,7 +269,7 @@ bool pair_rows(const Problem& p) {
 }
 // Whether pair_rows' copy is made on `threads` threads: see above.
 bool pair_rows_threads(const Problem& p, int threads) {
-  return threads == 1 || p.interp != Interp::Nearest || p.C != 2;
+  return threads == 1 || p.interp != Interp::Nearest || p.C != 2 || items_own_rows(p, threads);
 }
 
 bool pack_input(const Problem& p) {
@@ -977,8 +988,7 @@ void run(const Problem& p, void* ws) {
     // affine N = 16, C = 32 64^2 1.63 -> 1.17 ms; 2D warp N = 4, C = 4 100 x 256 -> 128^2 0.219
     // -> 0.175 ms; 1 thread, random 2D N = 8, C = 8 2.04 -> 1.79 ms. Bigger rows keep the two
     // phases (1 thread, random 2D N = 8, C = 64 128^2: 29.1 -> 32.8 ms).
-    const bool own_rows =
-        a.in_packed && p.N >= threads && p.C * p.in_points() * compute_size(p) <= kL2Bytes;
+    const bool own_rows = a.in_packed && items_own_rows(p, threads);
     if (verbose())  // NOTE [ Coherent grids ], NOTE [ Rows ahead ]
       std::fprintf(
           stderr, "gridsample: cpu:fast fwd %s: %s%s, rows ahead up to %lld bytes a point\n",
