@@ -147,19 +147,19 @@ constexpr int64_t kItemCacheBytes = int64_t(6) << 20;
 // backward ]).
 constexpr int64_t kL2Bytes = int64_t(1) << 20;
 
+// Whether one item's input (or inputGrad) as rows of C channels in the compute type fits in L2.
+bool item_in_l2(const Problem& p) { return p.C * p.in_points() * compute_size(p) <= kL2Bytes; }
+
 // Whether a forward's items, if their input is copied into rows, copy and read them one item per
 // thread (NOTE [ Items' own rows ] in run()).
-bool items_own_rows(const Problem& p, int threads) {
-  return p.N >= threads && p.C * p.in_points() * compute_size(p) <= kL2Bytes;
-}
+bool items_own_rows(const Problem& p, int threads) { return p.N >= threads && item_in_l2(p); }
 
 bool rows_ok(const Problem& p) {
   if (sixteen_bit(p)) return p.C >= kRowsMinC;
   if (p.op == Op::Forward) return p.C >= kRowsMinCForward;
   if (p.C < kRowsMinC) return false;
   const double updates = double(p.out_points()) * double(taps_per_point(p)) * double(p.C);
-  const bool nearest_rows = p.interp == Interp::Nearest && p.C >= kNearestRowsMinC &&
-                            p.C * p.in_points() * compute_size(p) <= kL2Bytes;
+  const bool nearest_rows = p.interp == Interp::Nearest && p.C >= kNearestRowsMinC && item_in_l2(p);
   if (updates <
       double(nearest_rows ? kNearestRowsUpdates : kRowsMinCForward) * double(p.in_points()))
     return false;
@@ -816,7 +816,7 @@ bool items_may_pay(const Problem& p, const Args& a) {
   // Calibrated on planes in place or in the caches; a larger coherent accumulator of
   // channel-last or 16-bit planes keeps the slabs there (2 threads, channel-last C = 3, 3D warp
   // backward 46 x 55 x 46: slabs 6.3 ms, one item 12.2 ms).
-  return a.in_place || p.C * p.in_points() * compute_size(p) <= kL2Bytes;
+  return a.in_place || item_in_l2(p);
 }
 bool items_pay(const Problem& p, int threads, double cost) {
   const double slab_point = p.interp == Interp::Nearest ? kSlabPointNearest : kSlabPoint;
