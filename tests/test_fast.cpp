@@ -646,6 +646,56 @@ TEST(FastOwnRows, ItemsReadTheirOwnRows) {
   set_threads(saved);
 }
 
+// NOTE [ 16-bit forward copies ] (src/cpu/fast.cpp): a FLOAT16/BF16 forward reads its input in
+// place (no workspace) with 16n channels channel-last below four tap reads per input point, and
+// channel-first below one read per two input points; otherwise it copies the input into FLOAT32
+// rows. Either way out is bit-identical to cpu:ref, on 1 and 2 threads.
+TEST(FastSixteenBit, ForwardCopiesWhereTheyPay) {
+  const int saved = set_threads(1);
+  struct K {
+    bool channel_last;
+    int64_t C, interp;
+    std::vector<int64_t> out;
+    bool in_place;
+  };
+  // 40 x 64 inputs: 20 x 32 nearest is a read per four input points, 40 x 64 one per point,
+  // bilinear's 20 x 32 one too, 80 x 128 bilinear sixteen.
+  const std::vector<K> ks = {
+      {false, 16, 1, {20, 32}, true},  {false, 16, 1, {40, 64}, false},
+      {false, 4, 0, {20, 32}, false},  {false, 8, 1, {28, 45}, true},
+      {true, 16, 1, {40, 64}, true},   {true, 32, 0, {20, 32}, true},
+      {true, 16, 0, {80, 128}, false}, {true, 24, 1, {20, 32}, false},
+      {true, 8, 1, {20, 32}, false},
+  };
+  uint64_t seed = 1100;
+  for (const K& k : ks)
+    for (aclDataType dt : {ACL_FLOAT16, ACL_BF16}) {
+      Case c;
+      c.nd = 2;
+      c.N = 2;
+      c.C = k.C;
+      c.dt = dt;
+      c.channel_last = k.channel_last;
+      c.in = {40, 64};
+      c.out = k.out;
+      c.m = {k.interp, int64_t(seed % 3), seed % 2 == 0};
+      c.coherent = seed % 2 == 0;
+      c.seed = seed++;
+      SCOPED_TRACE(c.name());
+      const Inputs in = make_inputs(c);
+      const Outputs ref = run(c, in, "cpu:ref", false);
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        set_threads(threads);
+        std::string log;
+        const Outputs fast = logged_run(c, in, &log, false);
+        EXPECT_EQ(log.find("workspace 0 bytes") != std::string::npos, k.in_place) << log;
+        EXPECT_TRUE(same_bits(fast.out, ref.out));
+      }
+    }
+  set_threads(saved);
+}
+
 // NOTE [ Pair rows ] (src/cpu/fast.cpp): a channel-first FLOAT forward of 2 to 7 channels on a
 // random grid (nearest: up to 15 channels, on any grid) with two or more tap reads per input point
 // copies the input into rows and gathers channels two by two from them (odd counts end with one

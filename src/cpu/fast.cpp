@@ -272,12 +272,36 @@ bool pair_rows_threads(const Problem& p, int threads) {
   return threads == 1 || p.interp != Interp::Nearest || p.C != 2 || items_own_rows(p, threads);
 }
 
+// NOTE [ 16-bit forward copies ]
+// A FLOAT16/BF16 forward reads its input in place, widening as it reads, where the copy into
+// FLOAT32 rows costs more than it saves (Intel Xeon, 1 thread, best of 5 interleaved rounds,
+// forward, copy -> in place):
+// - channel-last with whole vectors of channels (a multiple of 16) below four tap reads per input
+//   point: the view's rows are already rows (2D N = 4, C = 16 100 x 256 -> 50 x 128 nearest 0.64
+//   -> 0.21 ms, -> 100 x 256 nearest 0.91 -> 0.57 ms, -> 50 x 128 bilinear 0.66 -> 0.25 ms, random
+//   2D -> 100 x 256 bilinear 1.50 -> 1.28 ms; from eight reads about even, random 3D C = 32 32^3
+//   bilinear 1.56 -> 1.61 ms). Rows with a partial vector lost (C = 24: 1.82 -> 2.99 ms; C = 8
+//   random 3D 0.53 -> 2.99 ms; C = 3 3D warp 2.2 -> 7.5 ms);
+// - channel-first below one read per two input points, where most of the copy is never read
+//   (random 2D N = 4, C = 16 100 x 256 -> 50 x 128 nearest 1.05 -> 0.71 ms, identity 0.83 ->
+//   0.59 ms, C = 4 0.32 -> 0.17 ms, C = 64 128^2 -> 64^2 1.12 -> 0.99 ms). At one read per two
+//   it was a toss-up (identity 2D nearest C = 16 -> 100 x 128 1.07 -> 1.17 ms, random 3D C = 8
+//   nearest 32^3 -> 25^3 0.24 -> 0.18 ms, random 2D bilinear C = 16 0.75 -> 1.12 ms), at one the
+//   copy won (2D bilinear 50 x 128: 0.95 -> 1.84 ms, random 3D C = 8 bilinear 32^3 -> 16^3 0.16
+//   -> 0.33 ms).
+bool sixteen_bit_forward_copy(const Problem& p) {
+  const int64_t reads = tap_reads(p);
+  if (p.channel_last) return p.C % 16 != 0 || reads >= 4 * p.in_points();
+  return 2 * reads >= p.in_points();
+}
+
 bool pack_input(const Problem& p) {
   if (pair_rows(p)) return true;
   // Rows for a channel-first input with enough channels; any 16-bit input, which the copy also
   // widens, so that gathers read FLOAT32 (there is no 16-bit gather).
   if (!sixteen_bit(p) && (!rows_ok(p) || p.channel_last)) return false;
   if (!reads_input(p)) return false;
+  if (sixteen_bit(p) && p.op == Op::Forward && !sixteen_bit_forward_copy(p)) return false;
   // The copy streams the input twice (about 2 * C * 4 / 64 cache lines per point, once), while
   // a channel-first read costs C scattered lines: one row read per four input points pays. (One
   // per eight did not on AMD Zen 5, 1 thread, random 3D C = 16 64^3 -> 16^3 bilinear forward, rows
