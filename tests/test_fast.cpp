@@ -646,40 +646,55 @@ TEST(FastOwnRows, ItemsReadTheirOwnRows) {
   set_threads(saved);
 }
 
-// NOTE [ 16-bit forward copies ] (src/cpu/fast.cpp): a FLOAT16/BF16 forward reads its input in
-// place (no workspace) with 16n channels channel-last below four tap reads per input point, and
-// channel-first below one read per two input points; otherwise it copies the input into FLOAT32
-// rows. Either way out is bit-identical to cpu:ref, on 1 and 2 threads.
-TEST(FastSixteenBit, ForwardCopiesWhereTheyPay) {
+// NOTE [ Forward copies ] (src/cpu/fast.cpp): a forward reads its input in place (no workspace)
+// with FLOAT16/BF16 16n channels channel-last below four tap reads per input point, and
+// channel-first below one read per two input points where an item's rows take at most 4 MiB;
+// otherwise it copies the input into rows. Past 4 MiB a smooth FLOAT grid reads in place too,
+// with the workspace kept. Either way out is bit-identical to cpu:ref, on 1 and 2 threads.
+TEST(FastForwardCopies, ForwardCopiesWhereTheyPay) {
   const int saved = set_threads(1);
   struct K {
-    bool channel_last;
+    aclDataType dt;  // ACL_FLOAT16 stands for both 16-bit types
+    bool channel_last, coherent;
     int64_t C, interp;
-    std::vector<int64_t> out;
-    bool in_place;
+    std::vector<int64_t> in, out;
+    bool in_place, no_workspace;
   };
   // 40 x 64 inputs: 20 x 32 nearest is a read per four input points, 40 x 64 one per point,
-  // bilinear's 20 x 32 one too, 80 x 128 bilinear sixteen.
+  // bilinear's 20 x 32 one too (FLOAT and DOUBLE, whose rows fit 2 MiB, copy from two), 80 x 128
+  // bilinear sixteen. 256 x 272 x 16 FLOAT channels take
+  // 4.5 MB, and 128 x 136 nearest reads a quarter of them.
+  const std::vector<int64_t> small = {40, 64}, big = {256, 272};
   const std::vector<K> ks = {
-      {false, 16, 1, {20, 32}, true},  {false, 16, 1, {40, 64}, false},
-      {false, 4, 0, {20, 32}, false},  {false, 8, 1, {28, 45}, true},
-      {true, 16, 1, {40, 64}, true},   {true, 32, 0, {20, 32}, true},
-      {true, 16, 0, {80, 128}, false}, {true, 24, 1, {20, 32}, false},
-      {true, 8, 1, {20, 32}, false},
+      {ACL_FLOAT16, false, false, 16, 1, small, {20, 32}, true, true},
+      {ACL_FLOAT16, false, false, 16, 1, small, {40, 64}, false, false},
+      {ACL_FLOAT16, false, false, 4, 0, small, {20, 32}, false, false},
+      {ACL_FLOAT16, false, false, 8, 1, small, {28, 45}, true, true},
+      {ACL_FLOAT16, true, false, 16, 1, small, {40, 64}, true, true},
+      {ACL_FLOAT16, true, false, 32, 0, small, {20, 32}, true, true},
+      {ACL_FLOAT16, true, false, 16, 0, small, {80, 128}, false, false},
+      {ACL_FLOAT16, true, false, 24, 1, small, {20, 32}, false, false},
+      {ACL_FLOAT16, true, false, 8, 1, small, {20, 32}, false, false},
+      {ACL_FLOAT, false, false, 16, 1, small, {20, 32}, true, true},
+      {ACL_DOUBLE, false, false, 16, 0, small, {40, 64}, false, false},
+      {ACL_FLOAT, false, false, 16, 1, big, {128, 136}, false, false},
+      {ACL_FLOAT, false, true, 16, 1, big, {128, 136}, true, false},
+      {ACL_FLOAT16, false, true, 16, 1, big, {128, 136}, false, false},
   };
   uint64_t seed = 1100;
   for (const K& k : ks)
-    for (aclDataType dt : {ACL_FLOAT16, ACL_BF16}) {
+    for (aclDataType dt : k.dt == ACL_FLOAT16 ? std::vector<aclDataType>{ACL_FLOAT16, ACL_BF16}
+                                              : std::vector<aclDataType>{k.dt}) {
       Case c;
       c.nd = 2;
       c.N = 2;
       c.C = k.C;
       c.dt = dt;
       c.channel_last = k.channel_last;
-      c.in = {40, 64};
+      c.in = k.in;
       c.out = k.out;
       c.m = {k.interp, int64_t(seed % 3), seed % 2 == 0};
-      c.coherent = seed % 2 == 0;
+      c.coherent = k.coherent || (k.in == small && seed % 2 == 0);
       c.seed = seed++;
       SCOPED_TRACE(c.name());
       const Inputs in = make_inputs(c);
@@ -689,7 +704,10 @@ TEST(FastSixteenBit, ForwardCopiesWhereTheyPay) {
         set_threads(threads);
         std::string log;
         const Outputs fast = logged_run(c, in, &log, false);
-        EXPECT_EQ(log.find("workspace 0 bytes") != std::string::npos, k.in_place) << log;
+        EXPECT_EQ(log.find("workspace 0 bytes") != std::string::npos, k.no_workspace) << log;
+        if (!k.channel_last) {
+          EXPECT_EQ(log.find(": gathers, ") != std::string::npos, k.in_place) << log;
+        }
         EXPECT_TRUE(same_bits(fast.out, ref.out));
       }
     }

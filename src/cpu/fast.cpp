@@ -179,15 +179,14 @@ bool backward_input_grad(const Problem& p) { return p.op == Op::Backward && p.wa
 // (NOTE [ Item backward ]) whatever the accumulator's size, which only a random grid makes miss the
 // caches (2D warp, C = 1, N = 4, 256^2 -> 512^2: 10.3 -> 8.7 ms). coherent_grid samples kProbes
 // pairs of neighbouring output points spread over the grid and calls it coherent when at least 3/4
-// of them sample within kNearVoxels of each other along every axis (stray points of a coherent
+// of them sample within near_voxels (2) of each other along every axis (stray points of a coherent
 // grid, NaN or far outside, spoil a few pairs; a random grid nearly all). Rows and planes hold the
 // same sums made in the same order, so the choice, a hint from the data, never changes the bits;
 // the workspace keeps room for the rows either way.
 constexpr int64_t kCoherentRowsMinC = 16;
 
-bool coherent_grid(const Problem& p) {
+bool coherent_grid(const Problem& p, double near_voxels = 2) {
   constexpr int kProbes = 32;
-  constexpr double kNearVoxels = 2;
   const int D = p.nd;
   const int64_t points = p.out_points();
   if (p.N == 0 || points < 2) return true;
@@ -213,7 +212,7 @@ bool coherent_grid(const Problem& p) {
       for (int d = 0; d < D; ++d) {  // in input voxels, align_corners aside
         const int64_t c = d * p.grid.stride[D + 1];
         const double dv = double(Elem<S>::load(grid[a + c])) - double(Elem<S>::load(grid[b + c]));
-        ok = ok && std::fabs(dv) * 0.5 * double(p.in_size[D - 1 - d]) <= kNearVoxels;
+        ok = ok && std::fabs(dv) * 0.5 * double(p.in_size[D - 1 - d]) <= near_voxels;
       }
       near += ok ? 1 : 0;
     }
@@ -272,27 +271,47 @@ bool pair_rows_threads(const Problem& p, int threads) {
   return threads == 1 || p.interp != Interp::Nearest || p.C != 2 || items_own_rows(p, threads);
 }
 
-// NOTE [ 16-bit forward copies ]
-// A FLOAT16/BF16 forward reads its input in place, widening as it reads, where the copy into
-// FLOAT32 rows costs more than it saves (Intel Xeon, 1 thread, best of 5 interleaved rounds,
-// forward, copy -> in place):
-// - channel-last with whole vectors of channels (a multiple of 16) below four tap reads per input
-//   point: the view's rows are already rows (2D N = 4, C = 16 100 x 256 -> 50 x 128 nearest 0.64
-//   -> 0.21 ms, -> 100 x 256 nearest 0.91 -> 0.57 ms, -> 50 x 128 bilinear 0.66 -> 0.25 ms, random
-//   2D -> 100 x 256 bilinear 1.50 -> 1.28 ms; from eight reads about even, random 3D C = 32 32^3
-//   bilinear 1.56 -> 1.61 ms). Rows with a partial vector lost (C = 24: 1.82 -> 2.99 ms; C = 8
-//   random 3D 0.53 -> 2.99 ms; C = 3 3D warp 2.2 -> 7.5 ms);
-// - channel-first below one read per two input points, where most of the copy is never read
-//   (random 2D N = 4, C = 16 100 x 256 -> 50 x 128 nearest 1.05 -> 0.71 ms, identity 0.83 ->
-//   0.59 ms, C = 4 0.32 -> 0.17 ms, C = 64 128^2 -> 64^2 1.12 -> 0.99 ms). At one read per two
-//   it was a toss-up (identity 2D nearest C = 16 -> 100 x 128 1.07 -> 1.17 ms, random 3D C = 8
-//   nearest 32^3 -> 25^3 0.24 -> 0.18 ms, random 2D bilinear C = 16 0.75 -> 1.12 ms), at one the
-//   copy won (2D bilinear 50 x 128: 0.95 -> 1.84 ms, random 3D C = 8 bilinear 32^3 -> 16^3 0.16
-//   -> 0.33 ms).
-bool sixteen_bit_forward_copy(const Problem& p) {
-  const int64_t reads = tap_reads(p);
-  if (p.channel_last) return p.C % 16 != 0 || reads >= 4 * p.in_points();
-  return 2 * reads >= p.in_points();
+// NOTE [ Forward copies ]
+// Where a forward's copy into rows costs more than it saves, the input is read in place (Intel
+// Xeon, 1 thread, best of 5 interleaved rounds, forward, copy -> in place):
+// - FLOAT16/BF16 channel-last with whole vectors of channels (a multiple of 16) below four tap
+//   reads per input point: the view's rows are already rows, widened as they are read (2D N = 4,
+//   C = 16 100 x 256 -> 50 x 128 nearest 0.64 -> 0.21 ms, -> 100 x 256 nearest 0.91 -> 0.57 ms,
+//   -> 50 x 128 bilinear 0.66 -> 0.25 ms, random 2D -> 100 x 256 bilinear 1.50 -> 1.28 ms; from
+//   eight reads about even, random 3D C = 32 32^3 bilinear 1.56 -> 1.61 ms). Rows with a partial
+//   vector lost (C = 24: 1.82 -> 2.99 ms; C = 8 random 3D 0.53 -> 2.99 ms; C = 3 3D warp 2.2 ->
+//   7.5 ms);
+// - channel-first below one read per two input points (kSparseReads), where most of the copy is
+//   never read, with at most kSparseInput bytes of rows per item (was: below one read per four):
+//   random 2D N = 2, C = 32 100 x 256 -> 50 x 128 nearest 1.22 -> 0.81 ms, identity 1.02 -> 0.36
+//   ms, -> 25 x 64 bilinear 0.91 -> 0.38 ms, -> 35 x 90 bilinear 1.06 -> 0.67 ms, DOUBLE C = 8
+//   200 x 256 -> 100 x 128 nearest 1.04 -> 0.47 ms, random 3D C = 16 40^3 -> 28^3 nearest 0.80
+//   -> 0.69 ms, -> 14^3 bilinear 0.66 -> 0.31 ms, BF16 N = 4, C = 16 100 x 256 -> 50 x 128
+//   nearest 1.05 -> 0.71 ms (identity 0.83 -> 0.59 ms, the sweep's 0.68x PyTorch 2.15). From one
+//   read per two it was a toss-up (BF16 2D nearest C = 16 -> 100 x 128 1.07 -> 1.17 ms, random
+//   3D C = 8 nearest 32^3 -> 25^3 0.24 -> 0.18 ms, random 2D bilinear C = 16 0.75 -> 1.12 ms), at
+//   one the copy won (BF16 2D bilinear -> 50 x 128 0.95 -> 1.84 ms). Larger inputs in place lost
+//   on random grids (random 3D C = 16 64^3 -> 48^3 nearest 3.5 -> 8.1 ms), but not on smooth
+//   ones, FLOAT and DOUBLE (smooth_grid, sampled in run(): 3D affine C = 16 64^3 -> 25^3 bilinear
+//   2.28 -> 0.81 ms, 3D warp -> 22^3 2.25 -> 0.99 ms; BF16's 16-bit gathers lost there, 1.87 ->
+//   2.39 ms, one run each).
+constexpr int64_t kSparseReads = 2;  // input points per tap read
+constexpr int64_t kSparseInput = int64_t(4) << 20;
+bool sparse_reads(const Problem& p) {
+  return p.op == Op::Forward && !p.channel_last && kSparseReads * tap_reads(p) < p.in_points();
+}
+// A grid whose neighbouring points lie about one output spacing apart (a downsampling affine or
+// warp grid, which coherent_grid's two voxels do not admit): its sparse reads find the planes
+// in the caches.
+bool smooth_grid(const Problem& p) {
+  double spacing = 0;
+  for (int d = 0; d < p.nd; ++d)
+    spacing = std::max(spacing, double(p.in_size[d]) / double(std::max<int64_t>(1, p.out_size[d])));
+  return coherent_grid(p, 2 + spacing);
+}
+bool sixteen_bit_rows_in_place(const Problem& p) {
+  return p.op == Op::Forward && sixteen_bit(p) && p.channel_last && p.C % 16 == 0 &&
+         tap_reads(p) < 4 * p.in_points();
 }
 
 bool pack_input(const Problem& p) {
@@ -301,7 +320,9 @@ bool pack_input(const Problem& p) {
   // widens, so that gathers read FLOAT32 (there is no 16-bit gather).
   if (!sixteen_bit(p) && (!rows_ok(p) || p.channel_last)) return false;
   if (!reads_input(p)) return false;
-  if (sixteen_bit(p) && p.op == Op::Forward && !sixteen_bit_forward_copy(p)) return false;
+  if (sixteen_bit_rows_in_place(p)) return false;  // NOTE [ Forward copies ]
+  const int64_t bytes = p.C * p.in_points() * compute_size(p);
+  if (sparse_reads(p) && bytes <= kSparseInput) return false;
   // The copy streams the input twice (about 2 * C * 4 / 64 cache lines per point, once), while
   // a channel-first read costs C scattered lines: one row read per four input points pays. (One
   // per eight did not on AMD Zen 5, 1 thread, random 3D C = 16 64^3 -> 16^3 bilinear forward, rows
@@ -319,8 +340,7 @@ bool pack_input(const Problem& p) {
   // ms; 2 threads alike; random 3D C = 4 64 x 64 x 32 -> 40 x 40 x 20 unchanged). At 4 MiB the
   // planes lost (random 3D C = 16 40^3 -> 24^3 0.69 -> 1.28 ms).
   constexpr int64_t kCachedInput = int64_t(2) << 20;
-  const bool cached = p.op == Op::Forward && !sixteen_bit(p) &&
-                      p.C * p.in_points() * compute_size(p) <= kCachedInput;
+  const bool cached = p.op == Op::Forward && !sixteen_bit(p) && bytes <= kCachedInput;
   const int64_t reads = tap_reads(p);
   return reads * (cached ? 1 : 4) >= p.in_points() * (cached ? 2 : 1);
 }
@@ -612,7 +632,8 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
                (!backward_input_grad(p) || extent(p, p.input_grad) >= 0);
   const bool gathers = a.in_place;
   if (grad_pair_rows(p) && !is_coherent) a.grad_rows = base + w.in;
-  a.in_packed = pack_input(p) && !gathers && (!pair_rows(p) || pair_rows_threads(p, threads));
+  a.in_packed = pack_input(p) && !gathers && (!pair_rows(p) || pair_rows_threads(p, threads)) &&
+                !(sparse_reads(p) && !sixteen_bit(p) && smooth_grid(p));
   char* in = nullptr;
   place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
   a.in = in;
