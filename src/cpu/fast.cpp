@@ -97,7 +97,7 @@ bool rows_fit(const Problem& p) {
 // misses the caches. In rows of C channels ([N, spatial, C]) it is one or a few lines per corner,
 // and the kernels work on whole rows. So with C >= kRowsMinC a channel-first input is copied into
 // the workspace as rows (in the compute type: 16-bit values are widened exactly; 16-bit inputs are
-// copied whatever their layout, since there is no 16-bit gather) when the samples outnumber the
+// copied in either layout, as their gathers load single elements) when the samples outnumber the
 // input points enough to pay for the copy; in the backward, gradOutput travels as rows with the
 // slab lists (NOTE [ Slabs ]) and inputGrad accumulates as rows in the workspace, copied (rounded)
 // into the inputGrad view slab by slab. Channel-last tensors are used in place. These choices
@@ -292,7 +292,7 @@ bool pair_rows_threads(const Problem& p, int threads) {
 //   3D C = 8 nearest 32^3 -> 25^3 0.24 -> 0.18 ms, random 2D bilinear C = 16 0.75 -> 1.12 ms), at
 //   one the copy won (BF16 2D bilinear -> 50 x 128 0.95 -> 1.84 ms). Larger inputs in place lost
 //   on random grids (random 3D C = 16 64^3 -> 48^3 nearest 3.5 -> 8.1 ms), but not on smooth
-//   ones, FLOAT and DOUBLE (smooth_grid, sampled in run(): 3D affine C = 16 64^3 -> 25^3 bilinear
+//   ones, FLOAT and DOUBLE (smooth_grid in make_args: 3D affine C = 16 64^3 -> 25^3 bilinear
 //   2.28 -> 0.81 ms, 3D warp -> 22^3 2.25 -> 0.99 ms; BF16's 16-bit gathers lost there, 1.87 ->
 //   2.39 ms, one run each).
 constexpr int64_t kSparseReads = 2;  // input points per tap read
