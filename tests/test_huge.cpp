@@ -206,4 +206,65 @@ TEST(Huge, DoubleBeyond2To31Elements) {
     for (bool bwd : {false, true}) run_case({nd, bwd, ACL_DOUBLE, 2, "spatial"});
 }
 
+// NOTE [ Forward copies ] (src/cpu/fast.cpp): a forward that reads few of its input points reads
+// them in place, except where the view's offsets pass the vector index range: there it copies
+// them into rows, so that cpu:fast still takes it. Nearest, 16 channels, a read per two to four
+// input points, the outermost spatial stride huge: FLOAT16 (which the copy rule never counts as
+// cached) on a random grid; FLOAT past 4 MiB of rows on a smooth grid (a resize), which run() would
+// otherwise read in place. out equals the small copy's, and the log names cpu:fast.
+void sparse_forward(aclDataType dt, const std::vector<int64_t>& in_sp,
+                    const std::vector<int64_t>& out_sp, bool smooth) {
+  SCOPED_TRACE(smooth ? "FLOAT, smooth grid" : "FLOAT16, random grid");
+  const std::vector<int64_t> in_dims = {1, 16, in_sp[0], in_sp[1]},
+                             grid_dims = {1, out_sp[0], out_sp[1], 2},
+                             out_dims = {1, 16, out_sp[0], out_sp[1]};
+  Sparse input(in_dims, strides_with(in_dims, 2, kHuge), 3, dt);
+  Sparse grid(grid_dims, strides_with(grid_dims, grid_dims.size(), 0), 0, dt);
+  Sparse out(out_dims, strides_with(out_dims, out_dims.size(), 0), 0, dt);
+  for (const Sparse* s : {&input, &grid, &out})
+    if (!s->ok()) GTEST_SKIP() << "mmap(MAP_NORESERVE) of " << s->bytes << " bytes failed";
+  HostTensor s_in(in_dims, dt), s_grid(grid_dims, dt), s_out(out_dims, dt);
+  std::mt19937_64 rng(seed_of("SparseForwardCopiesHugeViews"));
+  s_in.set_values(uniform(rng, s_in.numel(), -2, 2));
+  std::vector<double> g = uniform(rng, s_grid.numel(), -1, 1);
+  if (smooth)  // x: the identity at the output's size (alignCorners false), a 2x downsampling
+    for (int64_t y = 0; y < out_sp[0]; ++y)
+      for (int64_t x = 0; x < out_sp[1]; ++x) {
+        g[size_t(2 * (y * out_sp[1] + x))] = (2.0 * double(x) + 1.0) / double(out_sp[1]) - 1.0;
+        g[size_t(2 * (y * out_sp[1] + x) + 1)] = 0.5;  // row 1, past the huge stride
+      }
+  s_grid.set_values(g);
+  input.set_values(s_in.values());
+  grid.set_values(s_grid.values());
+  out.fill_canary();
+  const Modes m{1, 0, false};
+  ASSERT_EQ(forward(s_in, s_grid, s_out, m), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+  aclTensor *hi = input.make(), *hg = grid.make(), *ho = out.make();
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  setenv("GRIDSAMPLE_VERBOSE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  aclnnStatus st =
+      aclnnGridSampler2DGetWorkspaceSize(hi, hg, m.interp, m.padding, m.align, ho, &ws, &ex);
+  if (st == ACLNN_SUCCESS) {
+    std::vector<unsigned char> w(size_t(ws) + 1, 0xA5);
+    st = aclnnGridSampler2D(ws ? w.data() : nullptr, ws, ex, nullptr);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  unsetenv("GRIDSAMPLE_VERBOSE");
+  aclDestroyTensor(hi);
+  aclDestroyTensor(hg);
+  aclDestroyTensor(ho);
+  ASSERT_EQ(st, ACLNN_SUCCESS) << aclGetRecentErrMsg();
+  EXPECT_NE(log.find("-> cpu:fast"), std::string::npos) << log;
+  EXPECT_NE(log.find(": channel rows"), std::string::npos) << log;
+  EXPECT_EQ(out.values(), s_out.values());
+}
+
+TEST(Huge, SparseForwardCopiesHugeViews) {
+  sparse_forward(ACL_FLOAT16, {3, 4}, {1, 5}, false);
+  // 16 x 2 x 34816 FLOAT: 4.5 MB of rows; 17408 points read one input point in four.
+  sparse_forward(ACL_FLOAT, {2, 34816}, {1, 17408}, true);
+}
+
 }  // namespace

@@ -320,9 +320,11 @@ bool pack_input(const Problem& p) {
   // widens, so that gathers read FLOAT32 (there is no 16-bit gather).
   if (!sixteen_bit(p) && (!rows_ok(p) || p.channel_last)) return false;
   if (!reads_input(p)) return false;
-  if (sixteen_bit_rows_in_place(p)) return false;  // NOTE [ Forward copies ]
+  // NOTE [ Forward copies ], where the view's offsets fit the vector index math.
   const int64_t bytes = p.C * p.in_points() * compute_size(p);
-  if (sparse_reads(p) && bytes <= kSparseInput) return false;
+  if ((sixteen_bit_rows_in_place(p) || (sparse_reads(p) && bytes <= kSparseInput)) &&
+      extent(p, p.input) >= 0)
+    return false;
   // The copy streams the input twice (about 2 * C * 4 / 64 cache lines per point, once), while
   // a channel-first read costs C scattered lines: one row read per four input points pays. (One
   // per eight did not on AMD Zen 5, 1 thread, random 3D C = 16 64^3 -> 16^3 bilinear forward, rows
@@ -633,7 +635,7 @@ Args make_args(const Problem& p, void* ws, int threads, std::optional<bool>* coh
   const bool gathers = a.in_place;
   if (grad_pair_rows(p) && !is_coherent) a.grad_rows = base + w.in;
   a.in_packed = pack_input(p) && !gathers && (!pair_rows(p) || pair_rows_threads(p, threads)) &&
-                !(sparse_reads(p) && !sixteen_bit(p) && smooth_grid(p));
+                !(sparse_reads(p) && !sixteen_bit(p) && extent(p, p.input) >= 0 && smooth_grid(p));
   char* in = nullptr;
   place(p.input, a.in_packed, base + w.in, 1, p.C, &in, &a.in_n, &a.in_c, a.in_sp);
   a.in = in;
