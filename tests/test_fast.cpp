@@ -662,8 +662,8 @@ TEST(FastForwardCopies, ForwardCopiesWhereTheyPay) {
   };
   // 40 x 64 inputs: 20 x 32 nearest is a read per four input points, 40 x 64 one per point,
   // bilinear's 20 x 32 one too (FLOAT and DOUBLE, whose rows fit 2 MiB, copy from two), 80 x 128
-  // bilinear sixteen. 256 x 272 x 16 FLOAT channels take
-  // 4.5 MB, and 128 x 136 nearest reads a quarter of them.
+  // bilinear sixteen. 256 x 272 x 16 FLOAT channels take 4.5 MB, and 128 x 136 nearest reads a
+  // quarter of them.
   const std::vector<int64_t> small = {40, 64}, big = {256, 272};
   const std::vector<K> ks = {
       {ACL_FLOAT16, false, false, 16, 1, small, {20, 32}, true, true},

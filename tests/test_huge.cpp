@@ -210,8 +210,8 @@ TEST(Huge, DoubleBeyond2To31Elements) {
 // them in place, except where the view's offsets pass the vector index range: there it copies
 // them into rows, so that cpu:fast still takes it. Nearest, 16 channels, a read per two to four
 // input points, the outermost spatial stride huge: FLOAT16 (which the copy rule never counts as
-// cached) on a random grid; FLOAT past 4 MiB of rows on a smooth grid (a resize), which run() would
-// otherwise read in place. out equals the small copy's, and the log names cpu:fast.
+// cached) on a random grid; FLOAT past 4 MiB of rows on a smooth grid (a resize), which make_args
+// would otherwise read in place. out equals the small copy's, and the log names cpu:fast.
 void sparse_forward(aclDataType dt, const std::vector<int64_t>& in_sp,
                     const std::vector<int64_t>& out_sp, bool smooth) {
   SCOPED_TRACE(smooth ? "FLOAT, smooth grid" : "FLOAT16, random grid");

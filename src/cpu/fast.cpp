@@ -287,10 +287,11 @@ bool pair_rows_threads(const Problem& p, int threads) {
 //   ms, -> 25 x 64 bilinear 0.91 -> 0.38 ms, -> 35 x 90 bilinear 1.06 -> 0.67 ms, DOUBLE C = 8
 //   200 x 256 -> 100 x 128 nearest 1.04 -> 0.47 ms, random 3D C = 16 40^3 -> 28^3 nearest 0.80
 //   -> 0.69 ms, -> 14^3 bilinear 0.66 -> 0.31 ms, BF16 N = 4, C = 16 100 x 256 -> 50 x 128
-//   nearest 1.05 -> 0.71 ms (identity 0.83 -> 0.59 ms, the sweep's 0.68x PyTorch 2.15). From one
-//   read per two it was a toss-up (BF16 2D nearest C = 16 -> 100 x 128 1.07 -> 1.17 ms, random
-//   3D C = 8 nearest 32^3 -> 25^3 0.24 -> 0.18 ms, random 2D bilinear C = 16 0.75 -> 1.12 ms), at
-//   one the copy won (BF16 2D bilinear -> 50 x 128 0.95 -> 1.84 ms). Larger inputs in place lost
+//   nearest 1.05 -> 0.71 ms (identity 0.83 -> 0.59 ms, the sweep's 0.68x PyTorch 2.15). Near one
+//   read per two 16-bit was mixed (FLOAT16 random 3D C = 8 nearest 32^3 -> 25^3, 0.48 reads, 0.24
+//   -> 0.18 ms; BF16 random 2D bilinear C = 16 -> 35 x 90, 0.49 reads, lost: 0.75 -> 1.12 ms; at
+//   0.5 the BF16 nearest -> 100 x 128, which copies, 1.07 -> 1.17 ms), at one the copy won (BF16
+//   2D bilinear -> 50 x 128 0.95 -> 1.84 ms). Larger inputs in place lost
 //   on random grids (random 3D C = 16 64^3 -> 48^3 nearest 3.5 -> 8.1 ms), but not on smooth
 //   ones, FLOAT and DOUBLE (smooth_grid in make_args: 3D affine C = 16 64^3 -> 25^3 bilinear
 //   2.28 -> 0.81 ms, 3D warp -> 22^3 2.25 -> 0.99 ms; BF16's 16-bit gathers lost there, 1.87 ->
