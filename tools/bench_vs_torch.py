@@ -27,6 +27,7 @@ import json
 import math
 import os
 import re
+import select
 import statistics
 import subprocess
 import sys
@@ -144,7 +145,11 @@ def serve(threads):
         print(json.dumps(reply), flush=True)
 
 
-CRASHED = "PyTorch crashed"
+CRASHED, HUNG = "PyTorch crashed", "PyTorch hung"
+# A reply slower than this is a hung PyTorch: torch 2.15's 16-bit kernels corrupt its heap, and a
+# later malloc may wait on a lock forever instead of aborting (seen once in a 150-problem sweep).
+# The slowest case of the suite and sweeps builds and runs in seconds.
+HANG_SECONDS = 300
 
 
 class Worker:
@@ -161,18 +166,25 @@ class Worker:
                                      stdout=subprocess.PIPE, text=True, env=env)
         self.version = json.loads(self.proc.stdout.readline())["version"]
 
-    def time(self, spec):
-        """{"fwd": seconds or why not, "bwd": ...}; a PyTorch that crashes is restarted."""
+    def time(self, spec, hang_seconds=HANG_SECONDS):
+        """{"fwd": seconds or why not, "bwd": ...}; a PyTorch that crashes or hangs (no reply in
+        hang_seconds) is restarted."""
+        line, why = "", None
         try:
             self.proc.stdin.write(spec + "\n")
             self.proc.stdin.flush()
-            line = self.proc.stdout.readline()
+            # (The worker writes one line per request, so nothing waits in stdout's buffer.)
+            if select.select([self.proc.stdout], [], [], hang_seconds)[0]:
+                line = self.proc.stdout.readline()
+            else:
+                self.proc.kill()
+                why = f"{HUNG} (no reply in {hang_seconds} s, killed)"
         except BrokenPipeError:
-            line = ""
+            pass
         if line:
             return json.loads(line)
         self.proc.wait()
-        why = f"{CRASHED} (exit status {self.proc.returncode})"
+        why = why or f"{CRASHED} (exit status {self.proc.returncode})"
         self.start()
         return {"fwd": why, "bwd": why}
 

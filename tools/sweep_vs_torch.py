@@ -75,7 +75,7 @@ def main():
     workers = [bvt.Worker(p, args.threads) for p in (args.torch_python or ["/usr/bin/python3"])]
     ratios = [[] for _ in workers]  # (ratio, spec, dir, ours, theirs)
     skipped = [0 for _ in workers]
-    crashed = [set() for _ in workers]  # problems on which that PyTorch died (it is restarted)
+    crashed = [set() for _ in workers]  # problems on which that PyTorch died or hung (restarted)
     batch = 16
     for b in range(0, len(specs), batch):
         part = specs[b:b + batch]
@@ -91,7 +91,7 @@ def main():
                     for d, v in w.time(spec).items():
                         if not isinstance(v, str):
                             theirs[i][(spec, d)] = min(theirs[i].get((spec, d), v), v)
-                        elif v.startswith(bvt.CRASHED):
+                        elif v.startswith((bvt.CRASHED, bvt.HUNG)):
                             crashed[i].add(spec)
         for spec in part:
             for i in range(len(workers)):
@@ -114,7 +114,7 @@ def main():
               f"geometric mean speed-up {geo:.2f}x, min {r[0][0]:.2f}x, "
               f"slower on {len(slower)}")
         if dead:
-            print(f"  PyTorch crashed on {len(dead)} of them: " + ", ".join(sorted(dead)))
+            print(f"  PyTorch crashed or hung on {len(dead)} of them: " + ", ".join(sorted(dead)))
         print(f"  {'speed-up':>8} {'ours ms':>8} {'torch ms':>9}  dir problem")
         for ratio, spec, d, mine, theirs in r[:args.worst]:
             print(f"  {ratio:8.2f} {mine * 1e3:8.3f} {theirs * 1e3:9.3f}  {d} {spec}")
