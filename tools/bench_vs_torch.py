@@ -146,45 +146,57 @@ def serve(threads):
 
 
 CRASHED, HUNG = "PyTorch crashed", "PyTorch hung"
-# A reply slower than this is a hung PyTorch: torch 2.15's 16-bit kernels corrupt its heap, and a
-# later malloc may wait on a lock forever instead of aborting (seen once in a 150-problem sweep).
-# The slowest case of the suite and sweeps builds and runs in seconds.
+# A reply (or a worker's start) slower than this is a hung PyTorch: torch 2.15's 16-bit kernels
+# corrupt its heap, and a worker once waited on a lock for good instead of aborting (a 150-problem
+# sweep). The slowest case of the suite and sweeps builds and runs in seconds.
 HANG_SECONDS = 300
 
 
 class Worker:
-    """A PyTorch in another interpreter (serve())."""
+    """A PyTorch in another interpreter (serve()). One that crashes, or gives no answer (nor, when
+    it starts, its version) in hang_seconds, is restarted."""
 
-    def __init__(self, python, threads):
-        self.python, self.threads = python, threads
+    def __init__(self, python, threads, hang_seconds=HANG_SECONDS):
+        self.python, self.threads, self.hang_seconds = python, threads, hang_seconds
         self.start()
 
-    def start(self):
-        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
-        self.proc = subprocess.Popen([self.python, HERE, "--serve", "--threads",
-                                      str(self.threads)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env)
-        self.version = json.loads(self.proc.stdout.readline())["version"]
+    def reply(self):
+        """The worker's next line, or "" if it died or gave none in hang_seconds (then killed,
+        and self.hung set). (It writes one line per request: nothing waits in stdout's buffer.)"""
+        self.hung = False
+        if select.select([self.proc.stdout], [], [], self.hang_seconds)[0]:
+            return self.proc.stdout.readline()
+        self.proc.kill()
+        self.hung = True
+        return ""
 
-    def time(self, spec, hang_seconds=HANG_SECONDS):
-        """{"fwd": seconds or why not, "bwd": ...}; a PyTorch that crashes or hangs (no reply in
-        hang_seconds) is restarted."""
-        line, why = "", None
+    def start(self, tries=3):
+        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
+        for _ in range(tries):
+            self.proc = subprocess.Popen([self.python, HERE, "--serve", "--threads",
+                                          str(self.threads)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True, env=env)
+            line = self.reply()
+            if line:
+                self.version = json.loads(line)["version"]
+                return
+            self.proc.wait()
+        raise RuntimeError(f"{self.python}: no PyTorch worker started in {tries} tries")
+
+    def time(self, spec):
+        """{"fwd": seconds or why not, "bwd": ...}."""
+        line, self.hung = "", False
         try:
             self.proc.stdin.write(spec + "\n")
             self.proc.stdin.flush()
-            # (The worker writes one line per request, so nothing waits in stdout's buffer.)
-            if select.select([self.proc.stdout], [], [], hang_seconds)[0]:
-                line = self.proc.stdout.readline()
-            else:
-                self.proc.kill()
-                why = f"{HUNG} (no reply in {hang_seconds} s, killed)"
+            line = self.reply()
         except BrokenPipeError:
             pass
         if line:
             return json.loads(line)
         self.proc.wait()
-        why = why or f"{CRASHED} (exit status {self.proc.returncode})"
+        why = f"{HUNG} (no reply in {self.hang_seconds} s, killed)" if self.hung else \
+            f"{CRASHED} (exit status {self.proc.returncode})"
         self.start()
         return {"fwd": why, "bwd": why}
 
