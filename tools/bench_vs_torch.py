@@ -147,8 +147,8 @@ def serve(threads):
 
 CRASHED, HUNG = "PyTorch crashed", "PyTorch hung"
 # A reply (or a worker's start) slower than this is a hung PyTorch: torch 2.15's 16-bit kernels
-# corrupt its heap, and a worker once waited on a lock for good instead of aborting (a 150-problem
-# sweep). The slowest case of the suite and sweeps builds and runs in seconds.
+# corrupt its heap, and a restarted worker once sat in futex waits for ten minutes instead of
+# aborting (a 150-problem sweep). The slowest PyTorch call in the README's suite tables takes 2.1 s.
 HANG_SECONDS = 300
 
 

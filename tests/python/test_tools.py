@@ -56,4 +56,4 @@ def test_worker_that_never_starts(tmp_path):
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="no PyTorch worker started in 3 tries"):
         bvt.Worker(fake_python(tmp_path, "answer", version=False), 1, hang_seconds=1)
-    assert time.monotonic() - t0 < 30
+    assert 3 <= time.monotonic() - t0 < 30  # (three starts, each given its second)
