@@ -8,6 +8,9 @@
 // Also registered:
 // - extra/<name>_f32/{fwd,bwd}: the FLOAT twin of a 16-bit case whose FLOAT shape is not in the
 //   suite, so that the 16-bit cost can be compared with FLOAT in one run;
+// - face/<name>/{fwd,bwd} for each --gs_case when --gs_face is given: the same problem through
+//   the C++ face (gridsample.hpp), whose call plans, allocates a workspace, runs and frees: what
+//   one call costs a C++ user, planning and workspace included;
 // - memory/copy: a parallel memcpy of 256 MiB (as many threads as OpenMP gives), whose bytes/s
 //   (bytes read + bytes written) is the machine's copy bandwidth, the yardstick for the memory
 //   floor in tools/bench_vs_torch.py.
@@ -40,6 +43,7 @@
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "gridsample/gridsample.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -421,6 +425,33 @@ void run_case(benchmark::State& state, const Case& c, bool backward) {
   for (aclTensor* t : {x, g, go, out, ig, gg}) aclDestroyTensor(t);
 }
 
+// The case through the C++ face: every call plans, allocates its workspace, runs and frees.
+void run_face(benchmark::State& state, const Case& c, bool backward) {
+  Fixture f(c);
+  using gridsample::TensorView;
+  const auto dt = gridsample::DType(c.dtype);
+  const auto layout =
+      c.channel_last ? gridsample::Layout::ChannelLast : gridsample::Layout::ChannelFirst;
+  const TensorView x(f.x->bytes.data(), dt, f.feat_in, {}, layout),
+      g(f.g->bytes.data(), dt, f.grid_dims), go(f.go->bytes.data(), dt, f.feat_out, {}, layout),
+      out(f.out->bytes.data(), dt, f.feat_out, {}, layout),
+      ig(f.ig->bytes.data(), dt, f.feat_in, {}, layout), gg(f.gg->bytes.data(), dt, f.grid_dims);
+  gridsample::Options o;
+  o.interpolation = gridsample::Interpolation(c.interp);
+  o.padding = gridsample::Padding(c.padding);
+  o.align_corners = c.align;
+  try {
+    for (auto _ : state) {
+      if (backward)
+        gridsample::grid_sample_backward(go, x, g, ig, gg, o);
+      else
+        gridsample::grid_sample(x, g, out, o);
+    }
+  } catch (const gridsample::Error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 // The machine's copy bandwidth with the benchmark's threads: bytes read plus bytes written.
 void copy_bandwidth(benchmark::State& state) {
   const size_t n = size_t(256) << 20;
@@ -433,10 +464,11 @@ void copy_bandwidth(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(2 * n));
 }
 
-void register_case(const std::string& prefix, const Case& c) {
+void register_case(const std::string& prefix, const Case& c, bool face = false) {
   for (bool bwd : {false, true})
-    benchmark::RegisterBenchmark((prefix + c.name + (bwd ? "/bwd" : "/fwd")).c_str(),
-                                 [c, bwd](benchmark::State& s) { run_case(s, c, bwd); })
+    benchmark::RegisterBenchmark(
+        (prefix + c.name + (bwd ? "/bwd" : "/fwd")).c_str(),
+        [c, bwd, face](benchmark::State& s) { face ? run_face(s, c, bwd) : run_case(s, c, bwd); })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
 }
@@ -458,15 +490,18 @@ std::string float_twin(const Case& c, Case* extra) {
 }
 
 // Registers the suite, the FLOAT twins of its 16-bit cases, memory/copy and the cases given as
-// --gs_case=STRING (NOTE [ Bench problem strings ]); with --gs_list prints the suite instead.
-// Returns false if an argument does not parse.
+// --gs_case=STRING (NOTE [ Bench problem strings ]), each also through the C++ face with
+// --gs_face; with --gs_list prints the suite instead. Returns false if an argument does not parse.
 bool register_all(int* argc, char** argv, bool* list_only) {
   std::vector<Case> custom;
+  bool face = false;
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--gs_list") {
       *list_only = true;
+    } else if (arg == "--gs_face") {
+      face = true;
     } else if (arg.rfind("--gs_case=", 0) == 0) {
       Case c;
       if (!parse_case(arg.substr(10), &c)) {
@@ -489,7 +524,10 @@ bool register_all(int* argc, char** argv, bool* list_only) {
     register_case("suite/", c);
     if (twin.rfind("extra/", 0) == 0) register_case("extra/", extra);
   }
-  for (const Case& c : custom) register_case("case/", c);
+  for (const Case& c : custom) {
+    register_case("case/", c);
+    if (face) register_case("face/", c, true);
+  }
   benchmark::RegisterBenchmark("memory/copy", copy_bandwidth)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);

@@ -1,6 +1,9 @@
 // The C++ face: same numbers as the C API, errors as exceptions with status and message.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <thread>
+
 #include "gridsample/gridsample.hpp"
 #include "support.h"
 
@@ -58,6 +61,59 @@ TEST(CppApi, ErrorsAreExceptionsWithStatusAndMessage) {
     EXPECT_EQ(e.status(), ACLNN_ERR_PARAM_INVALID);
     EXPECT_NE(std::string(e.what()).find("paddingMode"), std::string::npos) << e.what();
   }
+}
+
+// NOTE [ Cached workspace ]: a call keeps its thread's workspace for the next, a workspace that is
+// too small grows, another thread has its own, release_workspace frees it, and the results are
+// those of the C API (whose workspace the test support fills with junk) every time.
+TEST(CppApi, WorkspaceIsKeptPerThreadAndReleased) {
+  std::mt19937_64 rng(11);
+  using gridsample::DType;
+  auto run = [&](int64_t S, std::vector<float>* ig, std::vector<float>* gg) {
+    const int64_t C = 4, P = S * S * S;
+    gstest::HostTensor in({1, C, S, S, S}, ACL_FLOAT, ACL_FORMAT_NCDHW);
+    gstest::HostTensor grid({1, S, S, S, 3}, ACL_FLOAT);
+    gstest::HostTensor go({1, C, S, S, S}, ACL_FLOAT, ACL_FORMAT_NCDHW);
+    in.set_values(gstest::uniform(rng, in.numel(), -1, 1));
+    grid.set_values(gstest::uniform(rng, grid.numel(), -1.1, 1.1));
+    go.set_values(gstest::uniform(rng, go.numel(), -1, 1));
+    gstest::HostTensor want_ig({1, C, S, S, S}, ACL_FLOAT, ACL_FORMAT_NCDHW);
+    gstest::HostTensor want_gg({1, S, S, S, 3}, ACL_FLOAT);
+    EXPECT_EQ(gstest::backward(go, in, grid, &want_ig, &want_gg, {}), ACLNN_SUCCESS);
+    ig->assign(size_t(C * P), -7.f);
+    gg->assign(size_t(3 * P), -7.f);
+    gridsample::grid_sample_backward(
+        {go.base(), DType::Float32, go.dims}, {in.base(), DType::Float32, in.dims},
+        {grid.base(), DType::Float32, grid.dims}, {ig->data(), DType::Float32, in.dims},
+        {gg->data(), DType::Float32, grid.dims});
+    EXPECT_EQ(std::vector<double>(ig->begin(), ig->end()), want_ig.values());
+    EXPECT_EQ(std::vector<double>(gg->begin(), gg->end()), want_gg.values());
+  };
+  std::vector<float> ig, gg;
+  const auto& cache = gridsample::detail::workspace_cache();
+  gridsample::release_workspace();
+  ASSERT_EQ(cache.size, 0u);
+  run(12, &ig, &gg);
+  const uint64_t kept = cache.size;
+  const unsigned char* data = cache.data.get();
+  ASSERT_GT(kept, 0u) << "the call kept no workspace";
+  run(12, &ig, &gg);
+  EXPECT_EQ(cache.data.get(), data) << "the second call did not reuse the workspace";
+  EXPECT_EQ(cache.size, kept);
+  run(20, &ig, &gg);
+  EXPECT_GT(cache.size, kept) << "a larger problem's workspace did not grow the kept one";
+  std::thread other([&] {
+    EXPECT_EQ(gridsample::detail::workspace_cache().size, 0u) << "a new thread shares one";
+    std::vector<float> ig2, gg2;
+    run(12, &ig2, &gg2);
+    EXPECT_EQ(gridsample::detail::workspace_cache().size, kept);
+  });
+  other.join();
+  gridsample::release_workspace();
+  EXPECT_EQ(cache.size, 0u);
+  EXPECT_EQ(cache.data, nullptr);
+  run(12, &ig, &gg);
+  EXPECT_EQ(cache.size, kept);
 }
 
 TEST(CppApi, NumThreads) {

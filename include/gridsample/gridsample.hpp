@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -106,11 +107,46 @@ inline Tensor make_tensor(const TensorView& v) {
   return Tensor(t);
 }
 
-// Runs an executor made by phase 1 with a workspace of the size it asked for.
+// NOTE [ Cached workspace ]: a workspace for a call made by this thread, at least `size` bytes
+// (null for 0, or where it cannot be allocated), uninitialised as a CANN workspace is: the
+// operators write before they read. Each thread keeps the largest it has needed until it exits
+// (release_workspace frees it sooner), as PyTorch's caching allocator keeps its blocks: a
+// workspace allocated and freed per call is mapped afresh each time above glibc's mmap threshold
+// (32 MiB at most), and the kernel's page faults then cost as much as the operator (Intel Xeon, 2
+// threads, random 3D C = 16 64^3 backward, a 73 MB workspace: 44-51 ms a call against 20-25 ms
+// with the workspace kept), and filling it, as a std::vector did, cost every call a pass over
+// bytes the chosen path may never touch (3D registration step backward: 19.7 MB).
+struct WorkspaceCache {
+  std::unique_ptr<unsigned char[]> data;
+  uint64_t size = 0;
+};
+inline WorkspaceCache& workspace_cache() {
+  thread_local WorkspaceCache cache;
+  return cache;
+}
+inline void* workspace(uint64_t size) {
+  WorkspaceCache& cache = workspace_cache();
+  if (size == 0) return nullptr;
+  if (size > cache.size) {
+    cache.data.reset();
+    cache.size = 0;
+    cache.data.reset(new (std::nothrow) unsigned char[size]);
+    if (!cache.data) return nullptr;
+    cache.size = size;
+  }
+  return cache.data.get();
+}
+
+// Runs an executor made by phase 1 in the thread's workspace (NOTE [ Cached workspace ]).
 inline void run(uint64_t ws_size, aclOpExecutor* ex,
                 aclnnStatus (*phase2)(void*, uint64_t, aclOpExecutor*, aclrtStream)) {
-  std::vector<unsigned char> ws(ws_size);
-  check(phase2(ws.empty() ? nullptr : ws.data(), ws_size, ex, nullptr));
+  void* ws = workspace(ws_size);
+  if (ws_size > 0 && ws == nullptr) {
+    aclDestroyAclOpExecutor(ex);
+    throw Error(ACLNN_ERR_INNER,
+                "gridsample: cannot allocate a workspace of " + std::to_string(ws_size) + " bytes");
+  }
+  check(phase2(ws, ws_size, ex, nullptr));
 }
 
 }  // namespace detail
@@ -153,5 +189,9 @@ inline void grid_sample_backward(const TensorView& grad_output, const TensorView
 // depend on it.
 inline void set_num_threads(int n) { detail::check(gridsampleSetNumThreads(n)); }
 inline int num_threads() { return gridsampleGetNumThreads(); }
+
+// Frees the workspace this thread's calls keep between them (NOTE [ Cached workspace ]); the next
+// call allocates one again.
+inline void release_workspace() { detail::workspace_cache() = {}; }
 
 }  // namespace gridsample

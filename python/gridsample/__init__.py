@@ -10,11 +10,11 @@ adds the framework layers in pure Python. torch is imported only when a torch fu
 """
 
 from ._common import (GridSampleError, GridSampleTypeError, get_num_threads,  # noqa: F401
-                      set_num_threads)
+                      release_workspace, set_num_threads)
 
 __version__ = "0.1.0"
-__all__ = ["grid_sample", "set_num_threads", "get_num_threads", "GridSampleError",
-           "GridSampleTypeError", "numpy", "torch"]
+__all__ = ["grid_sample", "set_num_threads", "get_num_threads", "release_workspace",
+           "GridSampleError", "GridSampleTypeError", "numpy", "torch"]
 
 
 def __getattr__(name):

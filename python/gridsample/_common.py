@@ -56,3 +56,12 @@ def mode_index(mode, padding_mode, where):
         raise ValueError(f"{where}: expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'") from None
     return m, p
+
+
+def release_workspace():
+    """Frees the workspace the calling thread keeps between calls.
+
+    Each thread keeps the largest workspace its calls have needed (up to tens of MB for a large
+    backward), so that the next call neither allocates nor page-faults it again; this returns
+    that memory. The next call allocates one again."""
+    _ext.release_workspace()

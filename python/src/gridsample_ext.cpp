@@ -21,6 +21,7 @@
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
 #include "gridsample/gridsample.h"
+#include "gridsample/gridsample.hpp"
 
 namespace nb = nanobind;
 
@@ -166,10 +167,10 @@ using Phase2 = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 
 // Phase 2 with a workspace of the size phase 1 asked for, `reps` times (reps > 1 only for the
 // benchmark's C-side timing, with a repeatable executor).
+// The workspace is the thread's, kept between calls (NOTE [ Cached workspace ] in gridsample.hpp).
 void run_phase2(Result& r, uint64_t ws_size, aclOpExecutor* ex, Phase2 phase2, int reps) {
-  std::unique_ptr<unsigned char[]> ws(ws_size ? new (std::nothrow) unsigned char[ws_size]
-                                              : nullptr);
-  if (ws_size && !ws) {
+  void* ws = gridsample::detail::workspace(ws_size);
+  if (ws_size > 0 && ws == nullptr) {
     aclDestroyAclOpExecutor(ex);
     r.status = ACLNN_ERR_INNER;
     r.message = "gridsample: cannot allocate a workspace of " + std::to_string(ws_size) + " bytes";
@@ -178,7 +179,7 @@ void run_phase2(Result& r, uint64_t ws_size, aclOpExecutor* ex, Phase2 phase2, i
   if (reps > 1) aclSetAclOpExecutorRepeatable(ex);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < reps && r.status == ACLNN_SUCCESS; ++i)
-    r.status = phase2(ws.get(), ws_size, ex, nullptr);
+    r.status = phase2(ws, ws_size, ex, nullptr);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (reps > 1) aclDestroyAclOpExecutor(ex);
   if (r.status != ACLNN_SUCCESS) r.message = recent_message();
@@ -285,6 +286,12 @@ NB_MODULE(_ext, m) {
         g_type_error = type_error.inc_ref().ptr();
       },
       "The exception types raised for rejected arguments (ValueError-like, TypeError-like).");
+  m.def(
+      "release_workspace", []() { gridsample::release_workspace(); },
+      "Frees the workspace this thread's calls keep (NOTE [ Cached workspace ]).");
+  m.def(
+      "workspace_size", []() { return gridsample::detail::workspace_cache().size; },
+      "The bytes of workspace this thread keeps.");
   m.def("default_num_threads", []() {
     // The count a run would use with no per-thread setting: OpenMP's default.
     const int32_t saved = gridsampleGetNumThreads();

@@ -190,6 +190,24 @@ def test_bit_identical_for_any_thread_count(mode):
     assert np.array_equal(results[1][0], results[0][1].numpy())
 
 
+def test_workspace_kept_and_released():
+    # NOTE [ Cached workspace ]: the thread keeps its workspace between calls; release frees it;
+    # the results do not depend on it.
+    x, grid, go = _big_case()
+    gridsample.release_workspace()
+    assert gridsample._ext.workspace_size() == 0
+    first = _run(x, grid, go, "bilinear")
+    kept = gridsample._ext.workspace_size()
+    assert kept > 0
+    again = _run(x, grid, go, "bilinear")
+    assert gridsample._ext.workspace_size() == kept
+    gridsample.release_workspace()
+    assert gridsample._ext.workspace_size() == 0
+    last = _run(x, grid, go, "bilinear")
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    assert all(torch.equal(a, b) for a, b in zip(first, last))
+
+
 def test_thread_counts_passed(monkeypatch):
     counts = []
     real_f = gridsample._ext.forward
