@@ -216,6 +216,66 @@ TEST(Executor, WrongOperatorsRunCallIsRefused) {
     }
 }
 
+// NOTE [ Workspace alignment ]: a workspace at any byte offset from a 64-byte boundary gives the
+// same bits, and nothing past the size asked for is touched. Problems whose workspace holds
+// channel rows, an accumulator and the slab lists (random grids, 8 channels).
+TEST(Executor, WorkspaceAtAnyAlignmentGivesTheSameBitsAndStaysInside) {
+  for (OpKind k : kAllOps)
+    for (aclDataType dt : {ACL_FLOAT, ACL_BF16}) {
+      SCOPED_TRACE(std::string(op_name(k)) + " dtype " + std::to_string(dt));
+      const bool d3 = k == OpKind::F3 || k == OpKind::B3;
+      const std::vector<int64_t> sp =
+          d3 ? std::vector<int64_t>{9, 10, 11} : std::vector<int64_t>{19, 23};
+      std::vector<int64_t> in_dims = {2, 8}, out_dims = {2, 8}, grid_dims = {2};
+      for (int64_t s : sp) {
+        in_dims.push_back(s);
+        out_dims.push_back(s + 3);
+        grid_dims.push_back(s + 3);
+      }
+      grid_dims.push_back(int64_t(sp.size()));
+      Problem p(k, dt);  // (its tensors replaced by these larger ones; no p.expected())
+      p.input = HostTensor(in_dims, dt);
+      p.grid = HostTensor(grid_dims, dt);
+      p.out = HostTensor(out_dims, dt);
+      p.ig = HostTensor(in_dims, dt);
+      p.gg = HostTensor(grid_dims, dt);
+      p.randomize(5);
+      std::vector<std::vector<unsigned char>> first;
+      for (size_t offset : {0, 1, 8, 16, 40, 63}) {
+        SCOPED_TRACE(offset);
+        p.canaries();
+        Planned pl(p);
+        ASSERT_EQ(pl.status, ACLNN_SUCCESS) << aclGetRecentErrMsg();
+        ASSERT_GT(pl.ws, 0u);
+        // 64-byte aligned storage; the workspace starts `offset` bytes in and is followed by 64
+        // canary bytes.
+        std::vector<unsigned char> buf(size_t(pl.ws) + 192, 0x5A);
+        const size_t lead = (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+        unsigned char* ws = buf.data() + lead + offset;
+        ASSERT_EQ(run_fn(k)(ws, pl.ws, pl.ex, nullptr), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+        EXPECT_TRUE(std::all_of(ws + pl.ws, ws + pl.ws + 64, [](unsigned char b) {
+          return b == 0x5A;
+        })) << "written past the workspace";
+        EXPECT_TRUE(std::all_of(buf.data(), ws, [](unsigned char b) { return b == 0x5A; }))
+            << "written before the workspace";
+        if (offset == 0)
+          first = p.output_bytes();
+        else
+          EXPECT_TRUE(p.output_bytes() == first);
+      }
+      // The support's call (a workspace from a std::vector) as the reference.
+      HostTensor eo(out_dims, dt), eig(in_dims, dt), egg(grid_dims, dt);
+      if (is_bwd(k)) {
+        ASSERT_EQ(backward(p.out, p.input, p.grid, &eig, &egg, {}), ACLNN_SUCCESS);
+        EXPECT_EQ(p.ig.values(), eig.values());
+        EXPECT_EQ(p.gg.values(), egg.values());
+      } else {
+        ASSERT_EQ(forward(p.input, p.grid, eo, {}), ACLNN_SUCCESS);
+        EXPECT_EQ(p.out.values(), eo.values());
+      }
+    }
+}
+
 TEST(Executor, NullOrUnknownExecutorIsRefused) {
   for (OpKind k : kAllOps) {
     SCOPED_TRACE(op_name(k));

@@ -110,12 +110,14 @@ inline Tensor make_tensor(const TensorView& v) {
 // NOTE [ Cached workspace ]: a workspace for a call made by this thread, at least `size` bytes
 // (null for 0, or where it cannot be allocated), uninitialised as a CANN workspace is: the
 // operators write before they read. Each thread keeps the largest it has needed until it exits
-// (release_workspace frees it sooner), as PyTorch's caching allocator keeps its blocks: a
+// (release_workspace frees it sooner), as PyTorch's caching allocator keeps its blocks. A
 // workspace allocated and freed per call is mapped afresh each time above glibc's mmap threshold
-// (32 MiB at most), and the kernel's page faults then cost as much as the operator (Intel Xeon, 2
-// threads, random 3D C = 16 64^3 backward, a 73 MB workspace: 44-51 ms a call against 20-25 ms
-// with the workspace kept), and filling it, as a std::vector did, cost every call a pass over
-// bytes the chosen path may never touch (3D registration step backward: 19.7 MB).
+// (32 MiB at most), and its pages faulted in again; filling it, as a std::vector did, cost a pass
+// over bytes the chosen path may never touch (3D registration step backward: 19.7 MB). Intel
+// Xeon, 2 threads, median of 5 interleaved rounds, a std::vector per call -> kept (with NOTE
+// [ Workspace alignment ] in src/cpu/fast.cpp): random 3D C = 16 64^3 backward, a 73 MB
+// workspace, 61.4 -> 17.6 ms a call (the benchmark's planned call: 17.4 ms); 2D N = 8, C = 64
+// 128^2 backward 91.1 -> 22.0 ms; 2D flow N = 2, C = 3 512^2 4.83 -> 3.51 ms.
 struct WorkspaceCache {
   std::unique_ptr<unsigned char[]> data;
   uint64_t size = 0;
