@@ -761,7 +761,7 @@ template <class DF>
 HWY_INLINE hn::Vec<DIOf<DF>> AxisOffset(DF df, Lanes<DF> pos, int64_t stride) {
   const DIOf<DF> di;
   if constexpr (sizeof(hn::TFromD<DF>) == 4) {
-    // (Planes' x stride is 1: no multiply, whose latency is 10 cycles on Intel.)
+    // (A plane's x stride is 1: no multiply, NOTE [ Linear offsets ].)
     if (stride == 1) return SmallIndex(df, pos.v);
     return hn::Mul(SmallIndex(df, pos.v), hn::Set(di, static_cast<int32_t>(stride)));
   } else {
